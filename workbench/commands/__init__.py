@@ -1,0 +1,1 @@
+"""Sub-commands of ``rwb``: one module each, with ``add_parser`` and ``run``."""

@@ -1,0 +1,29 @@
+"""``rwb classify rcp|findings|cons FILE``: the SPEC §1-3 JSON contracts, headless."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+from workbench.commands.io import print_json, read_json
+
+# Engine modules under workbench.core.protocols; each exposes classify_payload(payload).
+ENGINES = {"rcp": "rcp", "findings": "findings", "cons": "cons"}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "classify",
+        help="classify votes with a protocol engine (JSON in, JSON out)",
+        description="Read a protocol's input JSON from FILE (or - for stdin) and print its result.",
+    )
+    p.add_argument("protocol", choices=sorted(ENGINES), help="which engine")
+    p.add_argument("file", metavar="FILE", help="input JSON file, or - for stdin")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    payload = read_json(args.file)
+    engine = importlib.import_module(f"workbench.core.protocols.{ENGINES[args.protocol]}")
+    print_json(engine.classify_payload(payload))
+    return 0

@@ -1,0 +1,54 @@
+"""Project-file commands: ``rwb new FILE``, ``rwb info FILE`` and ``rwb demo``."""
+
+from __future__ import annotations
+
+import argparse
+
+from workbench.commands.io import print_json
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("new", help="create an empty project file")
+    p.add_argument("file", metavar="FILE", help="path of the new .rwb file")
+    p.add_argument("--name", help="project name (default: the file name)")
+    p.set_defaults(run=run_new)
+
+    p = sub.add_parser("info", help="check a project and print its identity, schema and row counts as JSON")
+    p.add_argument("file", metavar="FILE", help="a .rwb project")
+    p.set_defaults(run=run_info)
+
+    p = sub.add_parser("demo", help="build the bundled demo project")
+    p.add_argument("--out", metavar="FILE", help="where to write it (default: the demo path the GUI opens)")
+    p.set_defaults(run=run_demo)
+
+
+def run_new(args: argparse.Namespace) -> int:
+    from workbench.core.project_file import with_suffix
+    from workbench.core.store import Store
+
+    store = Store.create(with_suffix(args.file), args.name)
+    try:
+        print_json(store.info())
+    finally:
+        store.close_connection()
+    return 0
+
+
+def run_info(args: argparse.Namespace) -> int:
+    from workbench.core.store import Store
+
+    store = Store.open(args.file)
+    try:
+        print_json(store.info())
+    finally:
+        store.close_connection()
+    return 0
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from workbench.core.demo import build_demo, demo_path
+
+    print(build_demo(Path(args.out) if args.out else demo_path()))
+    return 0

@@ -1,0 +1,65 @@
+"""The panel a project is configured with: providers, clusters and agents (SPEC §6 shapes).
+
+A provider names where its API key lives, never the key: ``key_env`` is the name of an
+environment variable and ``key_keyring`` a keyring entry. Anything that looks like a pasted key
+is refused, so a key cannot reach the project file, a log or an export by this route.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SIM_MODEL = "sim"
+
+
+class ProviderConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    model: str = Field(min_length=1, description="a litellm model string, or 'sim'")
+    api_base: str | None = None
+    key_env: str | None = Field(None, alias="api_key_env")
+    key_keyring: str | None = None
+    max_concurrency: int = Field(4, ge=1)
+    rpm: int | None = Field(None, ge=1)
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(3, ge=0)
+
+    @field_validator("key_env")
+    @classmethod
+    def _names_a_variable(cls, value: str | None) -> str | None:
+        if value is not None and not ENV_NAME.match(value):
+            raise ValueError("must name an environment variable (like OPENAI_API_KEY), not hold the key itself")
+        return value
+
+    @property
+    def simulated(self) -> bool:
+        return self.model == SIM_MODEL
+
+    def record(self) -> dict:
+        """The row for the ``providers`` table."""
+        return self.model_dump(by_alias=False)
+
+
+class AgentConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    provider: str | None = None
+    role: str | None = None
+    persona: str = ""
+    params: dict = Field(default_factory=dict, description="simulated-agent persona parameters")
+
+
+class ClusterConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    agents: list[AgentConfig]
+    theta: float | None = Field(None, gt=0, le=1)
+    weight: float = Field(1.0, gt=0)
+    reference: bool = False
+    description: str = ""

@@ -1,0 +1,1 @@
+"""One module per protocol: pure functions and step generators, no I/O."""

@@ -1,0 +1,341 @@
+"""CONS models (SPEC §3): ballots, the question, and the shapes of conflicts and escalations.
+
+Input models validate CONS-001..003 and refuse bad input with an :class:`InputError` that names
+the field (``votes[1].rationale: required (CONS-002)``). Python attributes are snake_case; the
+JSON keys are the seed's camelCase (``agentId``, ``consensusThreshold``); both are accepted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from workbench.core.errors import InputError, from_pydantic
+
+Vote = Literal["accept", "reject", "abstain"]
+Verdict = Literal["PROVEN", "REFUTED", "CONTESTED", "INSUFFICIENT_EVIDENCE"]
+ConflictType = Literal["contradiction", "partial-overlap", "scope-difference", "priority-difference"]
+Severity = Literal["critical", "high", "medium", "low"]
+NextAction = Literal["none", "challenge_round", "escalate_to_human", "request_investigation"]
+EscalationReason = Literal[
+    "contested_verdict", "critical_conflict", "insufficient_evidence", "suspicious_unanimity"
+]
+
+VOTES: tuple[str, ...] = ("accept", "reject", "abstain")
+VERDICTS: tuple[str, ...] = ("PROVEN", "REFUTED", "CONTESTED", "INSUFFICIENT_EVIDENCE")
+CONFLICT_TYPES: tuple[str, ...] = (
+    "contradiction", "partial-overlap", "scope-difference", "priority-difference")
+SEVERITIES: tuple[str, ...] = ("critical", "high", "medium", "low")
+NEXT_ACTIONS: tuple[str, ...] = (
+    "none", "challenge_round", "escalate_to_human", "request_investigation")
+COUNTER_PROOF = "counter-proof"
+TOL = 1e-9  # every threshold comparison allows this much float error
+
+# The CONS rule a missing key breaks, for the "required (CONS-00x)" messages.
+_REQUIRED_RULE = {"agentId": "CONS-001", "option": "CONS-001", "vote": "CONS-001",
+                  "rationale": "CONS-002", "confidence": "CONS-003"}
+
+
+def _show(value: object) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _text(value: object, rule: str = "") -> str:
+    """Non-blank text, stripped."""
+    tag = f" ({rule})" if rule else ""
+    if value is None:
+        raise ValueError(f"required{tag}")
+    if not isinstance(value, str):
+        raise ValueError(f"must be text{tag}, got {_show(value)}")
+    if not value.strip():
+        raise ValueError(f"required{tag}")
+    return value.strip()
+
+
+def _unit(value: object, rule: str = "", *, open_low: bool = False) -> float:
+    """A finite number in [0, 1] (or (0, 1] with ``open_low``); booleans and strings refused."""
+    tag = f" ({rule})" if rule else ""
+    span = "(0, 1]" if open_low else "[0, 1]"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"must be a number in {span}{tag}, got {_show(value)}")
+    f = float(value)
+    if math.isnan(f) or f < 0.0 or f > 1.0 or (open_low and f == 0.0):
+        raise ValueError(f"must be a number in {span}{tag}, got {_show(value)}")
+    return f
+
+
+def _whole(value: object, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"must be a whole number >= {low}, got {_show(value)}")
+    return value
+
+
+def norm_evidence_type(value: str) -> str:
+    """Evidence types compare lowercased, trimmed, with ``_`` and spaces read as ``-``."""
+    return value.strip().lower().replace("_", "-").replace(" ", "-")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json")
+
+
+class Evidence(BaseModel):
+    """One citation: ``{file, section, type, ...}``; extra keys (url, line, ...) are kept."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    file: str | None = None
+    section: str | None = None
+    type: str
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _type(cls, v: object) -> str:
+        return _text(v)
+
+    @property
+    def is_counter_proof(self) -> bool:
+        return norm_evidence_type(self.type) == COUNTER_PROOF
+
+
+class Ballot(_Model):
+    """One agent's position on one option (CONS-001..003)."""
+
+    agent_id: str
+    option: str
+    vote: Vote
+    confidence: float
+    rationale: str
+    evidence: tuple[Evidence, ...] = ()
+
+    @field_validator("agent_id", "option", mode="before")
+    @classmethod
+    def _ids(cls, v: object) -> str:
+        return _text(v, "CONS-001")
+
+    @field_validator("vote", mode="before")
+    @classmethod
+    def _vote(cls, v: object) -> str:
+        if isinstance(v, str) and v.strip().lower() in VOTES:
+            return v.strip().lower()
+        if v is None:
+            raise ValueError("required (CONS-001)")
+        raise ValueError(f"must be accept, reject or abstain (CONS-001), got {_show(v)}")
+
+    @field_validator("confidence", mode="before")
+    @classmethod
+    def _confidence(cls, v: object) -> float:
+        if v is None:
+            raise ValueError("required (CONS-003)")
+        return _unit(v, "CONS-003")
+
+    @field_validator("rationale", mode="before")
+    @classmethod
+    def _rationale(cls, v: object) -> str:
+        return _text(v, "CONS-002")
+
+    @field_validator("evidence", mode="before")
+    @classmethod
+    def _evidence(cls, v: object) -> object:
+        if v is None:
+            return ()
+        if not isinstance(v, (list, tuple)):
+            raise ValueError(f"must be a list of evidence objects, got {_show(v)}")
+        return v
+
+    @property
+    def has_evidence(self) -> bool:
+        return bool(self.evidence)
+
+    @property
+    def has_counter_proof(self) -> bool:
+        return any(e.is_counter_proof for e in self.evidence)
+
+
+class Position(_Model):
+    """One side's stance in a conflict, as in the seed: agentId, position, confidence."""
+
+    agent_id: str
+    position: str
+    confidence: float
+
+    @field_validator("agent_id", "position", mode="before")
+    @classmethod
+    def _t(cls, v: object) -> str:
+        return _text(v)
+
+    @field_validator("confidence", mode="before")
+    @classmethod
+    def _c(cls, v: object) -> float:
+        return _unit(v, "CONS-003")
+
+
+class SuppliedConflict(_Model):
+    """A conflict the ballots cannot show (e.g. scope-difference), given with the input."""
+
+    conflict_type: ConflictType
+    positions: tuple[Position, ...]
+    severity: Severity | None = None  # None: computed by the documented rule
+
+    @model_validator(mode="after")
+    def _sides(self) -> SuppliedConflict:
+        if len({p.position for p in self.positions}) < 2:
+            raise InputError("positions", "a conflict needs at least two different positions")
+        return self
+
+
+class ConsQuestion(_Model):
+    """The SPEC §3 input: the question, its settings and the standing ballots."""
+
+    question_id: str
+    question: str
+    options: tuple[str, ...] | None = None  # None: derived from the votes, first seen first
+    single_claim: bool | None = None  # None: true exactly when there is one option
+    consensus_threshold: float = 0.8
+    count_threshold: float = 0.8
+    min_voters: int = 3
+    challenge_rounds: int = 0
+    max_challenge_rounds: int = 2
+    votes: tuple[Ballot, ...]
+    conflicts: tuple[SuppliedConflict, ...] = ()
+
+    @field_validator("question_id", "question", mode="before")
+    @classmethod
+    def _t(cls, v: object) -> str:
+        return _text(v)
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _opts(cls, v: object) -> object:
+        if v is None:
+            return None
+        if not isinstance(v, (list, tuple)):
+            raise ValueError(f"must be a list of option names, got {_show(v)}")
+        return tuple(_text(o) if isinstance(o, str) else o for o in v)
+
+    @field_validator("single_claim", mode="before")
+    @classmethod
+    def _sc(cls, v: object) -> object:
+        if v is not None and not isinstance(v, bool):
+            raise ValueError(f"must be true, false or null, got {_show(v)}")
+        return v
+
+    @field_validator("consensus_threshold", "count_threshold", mode="before")
+    @classmethod
+    def _thr(cls, v: object) -> float:
+        return _unit(v, open_low=True)
+
+    @field_validator("min_voters", mode="before")
+    @classmethod
+    def _mv(cls, v: object) -> int:
+        return _whole(v, 1)
+
+    @field_validator("challenge_rounds", "max_challenge_rounds", mode="before")
+    @classmethod
+    def _rounds(cls, v: object) -> int:
+        return _whole(v, 0)
+
+    @field_validator("votes", "conflicts", mode="before")
+    @classmethod
+    def _lists(cls, v: object) -> object:
+        if not isinstance(v, (list, tuple)):
+            raise ValueError(f"must be a list, got {_show(v)}")
+        return v
+
+    @model_validator(mode="after")
+    def _cross(self) -> ConsQuestion:
+        if self.options is not None:
+            seen: dict[str, int] = {}
+            for j, o in enumerate(self.options):
+                if o in seen:
+                    raise InputError(f"options[{j}]", f"duplicate option {_show(o)}")
+                seen[o] = j
+        first: dict[tuple[str, str], int] = {}
+        for j, b in enumerate(self.votes):
+            if self.options is not None and b.option not in self.options:
+                raise InputError(f"votes[{j}].option", f"unknown option {_show(b.option)}; "
+                                 f"options are {_show(list(self.options))}")
+            key = (b.agent_id, b.option)
+            if key in first:
+                raise InputError(f"votes[{j}]", f"duplicate ballot: agent {_show(b.agent_id)} already "
+                                 f"voted on option {_show(b.option)} at votes[{first[key]}]")
+            first[key] = j
+        if self.single_claim and len(self.option_order()) > 1:
+            raise InputError("singleClaim", "a single-claim question has exactly one option, "
+                             f"found {len(self.option_order())}")
+        return self
+
+    def option_order(self) -> tuple[str, ...]:
+        """Explicit options, else the options of the ballots in first-seen order."""
+        if self.options is not None:
+            return self.options
+        return tuple(dict.fromkeys(b.option for b in self.votes))
+
+    def is_single_claim(self) -> bool:
+        if self.single_claim is not None:
+            return self.single_claim
+        return len(self.option_order()) == 1
+
+
+def to_input_error(exc: ValidationError) -> InputError:
+    """The first problem of a pydantic error as an :class:`InputError` naming its field."""
+    first = exc.errors()[0]
+    base = from_pydantic(exc)
+    original = (first.get("ctx") or {}).get("error")
+    if isinstance(original, InputError):
+        path = base.field
+        if original.field:
+            sep = "" if original.field.startswith("[") or not path else "."
+            path = f"{path}{sep}{original.field}"
+        return InputError(path, original.message)
+    if first.get("type") == "missing":
+        rule = _REQUIRED_RULE.get(str(first["loc"][-1]))
+        return InputError(base.field, f"required ({rule})" if rule else "required")
+    if first.get("type") == "extra_forbidden":
+        return InputError(base.field, "unknown key (check its spelling)")
+    if first.get("type") in ("model_type", "model_attributes_type", "dict_type"):
+        return InputError(base.field, f"must be a JSON object, got {_show(first.get('input'))}")
+    return base
+
+
+def parse_question(payload: object) -> ConsQuestion:
+    """Validate a SPEC §3 payload (a dict, as parsed from JSON) into a :class:`ConsQuestion`."""
+    if isinstance(payload, ConsQuestion):
+        return payload
+    if not isinstance(payload, dict):
+        raise InputError("", f"the input must be a JSON object, got {_show(payload)[:60]}")
+    try:
+        return ConsQuestion.model_validate(payload)
+    except ValidationError as exc:
+        raise to_input_error(exc) from None
+
+
+def parse_ballots(items: object, field: str = "votes") -> tuple[Ballot, ...]:
+    """Validate a list of ballot dicts (e.g. one challenge round's new ballots)."""
+    if not isinstance(items, (list, tuple)):
+        raise InputError(field, f"must be a list, got {_show(items)[:60]}")
+    out = []
+    for j, item in enumerate(items):
+        if isinstance(item, Ballot):
+            out.append(item)
+            continue
+        if not isinstance(item, dict):
+            raise InputError(f"{field}[{j}]", f"must be a JSON object, got {_show(item)[:60]}")
+        try:
+            out.append(Ballot.model_validate(item))
+        except ValidationError as exc:
+            err = to_input_error(exc)
+            raise InputError(f"{field}[{j}].{err.field}" if err.field else f"{field}[{j}]",
+                             err.message) from None
+    return tuple(out)

@@ -1,0 +1,385 @@
+"""The project file's schema, as the ordered SQL steps that build it.
+
+A new project runs every step from 0, and an older project runs the steps it lacks, so a
+migrated file and a fresh one always end up with the same schema (a test compares them).
+Never edit a released step: add a new one.
+
+Conventions, so Datasette, pandas or the sqlite3 shell can read a project without this app:
+- plain column types (TEXT, INTEGER, REAL); timestamps are ISO 8601 UTC text;
+- JSON lives in TEXT columns whose names end in ``_json``;
+- booleans are INTEGER 0/1;
+- agent ids inside runs are plain text, not foreign keys: a run keeps the panel it ran with
+  (``runs.config_json``) even after the project's agents are edited or deleted.
+"""
+
+from __future__ import annotations
+
+# "RWB1" in ASCII: PRAGMA application_id marks a file as a workbench project.
+APPLICATION_ID = 0x52574231
+
+# Step 1: the project, its panel and configuration, runs, rounds, calls, artifacts and votes.
+_V1 = """
+CREATE TABLE project (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    name TEXT NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL,
+    created_by_version TEXT NOT NULL
+);
+CREATE TABLE settings (
+    key TEXT PRIMARY KEY,
+    value_json TEXT NOT NULL
+);
+-- A provider names where its key lives (an environment variable or a keyring entry),
+-- never the key itself: there is no column a key value could go into.
+CREATE TABLE providers (
+    name TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    api_base TEXT,
+    key_env TEXT,
+    key_keyring TEXT,
+    max_concurrency INTEGER NOT NULL DEFAULT 4 CHECK (max_concurrency >= 1),
+    rpm INTEGER CHECK (rpm IS NULL OR rpm >= 1),
+    timeout_s REAL NOT NULL DEFAULT 60 CHECK (timeout_s > 0),
+    max_retries INTEGER NOT NULL DEFAULT 3 CHECK (max_retries >= 0),
+    options_json TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE clusters (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    position INTEGER NOT NULL DEFAULT 0,
+    theta REAL CHECK (theta IS NULL OR (theta > 0 AND theta <= 1)),
+    weight REAL NOT NULL DEFAULT 1.0 CHECK (weight > 0),
+    is_reference INTEGER NOT NULL DEFAULT 0,
+    description TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE agents (
+    id TEXT PRIMARY KEY,
+    cluster_id INTEGER REFERENCES clusters(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL DEFAULT 0,
+    provider TEXT REFERENCES providers(name) ON UPDATE CASCADE ON DELETE SET NULL,
+    role TEXT,
+    persona TEXT NOT NULL DEFAULT '',
+    params_json TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE protocol_configs (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    protocol TEXT NOT NULL CHECK (protocol IN ('rcp', 'arm', 'findings', 'cons', 'echo')),
+    config_json TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE batches (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL DEFAULT '',
+    config_json TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL
+);
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    protocol TEXT NOT NULL CHECK (protocol IN ('rcp', 'arm', 'findings', 'cons', 'echo')),
+    label TEXT NOT NULL DEFAULT '',
+    config_id INTEGER REFERENCES protocol_configs(id) ON DELETE SET NULL,
+    config_json TEXT NOT NULL DEFAULT '{}',
+    batch_id TEXT REFERENCES batches(id) ON DELETE SET NULL,
+    replicate INTEGER,
+    seed INTEGER,
+    dispatch TEXT CHECK (dispatch IN ('sequential', 'concurrent')),
+    status TEXT NOT NULL CHECK (status IN ('running', 'interrupted', 'completed', 'failed')),
+    simulated INTEGER NOT NULL DEFAULT 0,
+    source TEXT NOT NULL DEFAULT 'run' CHECK (source IN ('run', 'import')),
+    provenance_json TEXT NOT NULL DEFAULT '{}',
+    summary_json TEXT NOT NULL DEFAULT '{}',
+    error TEXT,
+    started_at TEXT NOT NULL,
+    finished_at TEXT
+);
+CREATE INDEX runs_batch ON runs(batch_id);
+CREATE TABLE rounds (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'running'
+        CHECK (status IN ('running', 'interrupted', 'completed', 'failed')),
+    detail_json TEXT NOT NULL DEFAULT '{}',
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    UNIQUE (run_id, idx)
+);
+-- One row per completed call, written in its own transaction the moment it completes.
+-- step_key names the logical call inside its run, so a resumed run issues only missing ones.
+CREATE TABLE llm_calls (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    round_id INTEGER REFERENCES rounds(id) ON DELETE SET NULL,
+    step_key TEXT NOT NULL,
+    agent_id TEXT,
+    provider TEXT,
+    model TEXT,
+    purpose TEXT NOT NULL,
+    sample_index INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 1 CHECK (attempts >= 1),
+    request_json TEXT NOT NULL,
+    response_raw TEXT,
+    response_json TEXT,
+    status TEXT NOT NULL
+        CHECK (status IN ('ok', 'invalid', 'error', 'rate_limited', 'cancelled')),
+    error TEXT,
+    error_kind TEXT,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    total_tokens INTEGER,
+    cost_usd REAL,
+    cost_source TEXT,
+    latency_ms REAL,
+    cached INTEGER NOT NULL DEFAULT 0,
+    simulated INTEGER NOT NULL DEFAULT 0,
+    started_at TEXT NOT NULL,
+    finished_at TEXT
+);
+CREATE INDEX llm_calls_step ON llm_calls(run_id, step_key);
+CREATE TABLE artifacts (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    round_id INTEGER REFERENCES rounds(id) ON DELETE SET NULL,
+    key TEXT NOT NULL,
+    author_agent TEXT,
+    author_cluster TEXT,
+    content TEXT NOT NULL,
+    call_id INTEGER REFERENCES llm_calls(id) ON DELETE SET NULL,
+    simulated INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    UNIQUE (run_id, key)
+);
+-- value is 1 (approve), 0 (reject) or NULL (missing: abstained, unparseable or failed call).
+CREATE TABLE votes (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    round_id INTEGER REFERENCES rounds(id) ON DELETE SET NULL,
+    artifact_id INTEGER NOT NULL REFERENCES artifacts(id) ON DELETE CASCADE,
+    voter_agent TEXT NOT NULL,
+    value INTEGER CHECK (value IS NULL OR value IN (0, 1)),
+    status TEXT NOT NULL CHECK (status IN ('valid', 'invalid', 'missing', 'failed')),
+    reason TEXT,
+    raw TEXT,
+    call_id INTEGER REFERENCES llm_calls(id) ON DELETE SET NULL,
+    ballot_mode INTEGER NOT NULL DEFAULT 0,
+    presentation_index INTEGER,
+    simulated INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    UNIQUE (artifact_id, voter_agent)
+);
+CREATE INDEX votes_run ON votes(run_id);
+"""
+
+# Step 2: the protocol-specific records: ARM traces, Consensus Server findings, CONS ballots
+# and their outcomes, and Resonance Echo markers, anchors, seeds, checks and restorations.
+_V2 = """
+-- Every field of an ARM trace has a column; fields this schema does not name are kept
+-- verbatim in extra_json, and source_json holds the trace exactly as it was read.
+CREATE TABLE traces (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    round_id INTEGER REFERENCES rounds(id) ON DELETE SET NULL,
+    round_no INTEGER NOT NULL CHECK (round_no IN (1, 2)),
+    role TEXT NOT NULL,
+    agent_id TEXT,
+    attempt INTEGER NOT NULL DEFAULT 1,
+    is_current INTEGER NOT NULL DEFAULT 1,
+    ok INTEGER NOT NULL DEFAULT 1,
+    claim TEXT,
+    confidence REAL,
+    verdict TEXT,
+    reasoning_frame TEXT,
+    decision_basis TEXT,
+    explicit_assumptions_json TEXT,
+    critical_path_json TEXT,
+    discarded_paths_json TEXT,
+    challenge_surface_json TEXT,
+    flags_json TEXT,
+    self_check_json TEXT,
+    rlhf_audit_json TEXT,
+    drift_score_json TEXT,
+    delta_mismatch INTEGER,
+    override_reason TEXT,
+    influenced_by_json TEXT,
+    challenged_json TEXT,
+    drift_note TEXT,
+    disagreement_classification TEXT,
+    disagreement_notes TEXT,
+    agent_decision_bases_json TEXT,
+    values_in_conflict_json TEXT,
+    self_delta_vs_baseline REAL,
+    harness_self_delta_vs_baseline REAL,
+    self_delta_mismatch INTEGER,
+    reconciliation_status TEXT,
+    polarity_gate_fired INTEGER,
+    polarity_audit_json TEXT,
+    verdict_shift_json TEXT,
+    failure_reason TEXT,
+    raw_reasoning_attempt TEXT,
+    schema_warnings_json TEXT,
+    provider TEXT,
+    model TEXT,
+    stop_reason TEXT,
+    usage_json TEXT,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    latency_ms REAL,
+    extra_json TEXT NOT NULL DEFAULT '{}',
+    source_json TEXT,
+    call_id INTEGER REFERENCES llm_calls(id) ON DELETE SET NULL,
+    simulated INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX traces_run ON traces(run_id, round_no, role);
+CREATE TABLE findings (
+    id TEXT PRIMARY KEY,
+    claim TEXT NOT NULL,
+    context_json TEXT NOT NULL DEFAULT '{}',
+    threshold REAL,
+    run_id TEXT REFERENCES runs(id) ON DELETE SET NULL,
+    source_artifact_id INTEGER REFERENCES artifacts(id) ON DELETE SET NULL,
+    created_by TEXT,
+    created_at TEXT NOT NULL
+);
+-- Every vote is kept; an agent's latest valid vote is the one that counts.
+-- client records who sent it (an MCP client's name, 'gui', 'cli' or 'run').
+CREATE TABLE finding_votes (
+    id INTEGER PRIMARY KEY,
+    finding_id TEXT NOT NULL REFERENCES findings(id) ON DELETE CASCADE,
+    agent TEXT NOT NULL,
+    vote_type TEXT CHECK (vote_type IS NULL OR vote_type IN ('confirm', 'challenge', 'uncertain')),
+    confidence REAL CHECK (confidence IS NULL OR (confidence >= 0 AND confidence <= 1)),
+    reason TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL DEFAULT 'valid' CHECK (status IN ('valid', 'invalid')),
+    invalid_reason TEXT,
+    raw TEXT,
+    client TEXT,
+    run_id TEXT REFERENCES runs(id) ON DELETE SET NULL,
+    call_id INTEGER REFERENCES llm_calls(id) ON DELETE SET NULL,
+    simulated INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX finding_votes_finding ON finding_votes(finding_id, id);
+CREATE TABLE cons_questions (
+    id TEXT PRIMARY KEY,
+    run_id TEXT REFERENCES runs(id) ON DELETE CASCADE,
+    question TEXT NOT NULL,
+    options_json TEXT NOT NULL DEFAULT '[]',
+    single_claim INTEGER NOT NULL DEFAULT 0,
+    consensus_threshold REAL NOT NULL DEFAULT 0.8,
+    min_voters INTEGER NOT NULL DEFAULT 3,
+    challenge_rounds INTEGER NOT NULL DEFAULT 0,
+    max_challenge_rounds INTEGER NOT NULL DEFAULT 2,
+    verdict TEXT CHECK (verdict IS NULL OR
+        verdict IN ('PROVEN', 'REFUTED', 'CONTESTED', 'INSUFFICIENT_EVIDENCE')),
+    actual_consensus REAL,
+    leading_option TEXT,
+    next_action TEXT,
+    result_json TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE cons_ballots (
+    id INTEGER PRIMARY KEY,
+    question_id TEXT NOT NULL REFERENCES cons_questions(id) ON DELETE CASCADE,
+    challenge_round INTEGER NOT NULL DEFAULT 0,
+    agent_id TEXT NOT NULL,
+    option TEXT,
+    vote TEXT CHECK (vote IS NULL OR vote IN ('accept', 'reject', 'abstain')),
+    confidence REAL CHECK (confidence IS NULL OR (confidence >= 0 AND confidence <= 1)),
+    rationale TEXT,
+    evidence_json TEXT NOT NULL DEFAULT '[]',
+    status TEXT NOT NULL DEFAULT 'valid' CHECK (status IN ('valid', 'invalid')),
+    invalid_reason TEXT,
+    raw TEXT,
+    call_id INTEGER REFERENCES llm_calls(id) ON DELETE SET NULL,
+    simulated INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX cons_ballots_question ON cons_ballots(question_id, challenge_round);
+CREATE TABLE cons_conflicts (
+    id TEXT PRIMARY KEY,
+    question_id TEXT NOT NULL REFERENCES cons_questions(id) ON DELETE CASCADE,
+    conflict_type TEXT NOT NULL CHECK (conflict_type IN
+        ('contradiction', 'partial-overlap', 'scope-difference', 'priority-difference')),
+    severity TEXT NOT NULL CHECK (severity IN ('critical', 'high', 'medium', 'low')),
+    positions_json TEXT NOT NULL DEFAULT '[]',
+    resolution_status TEXT NOT NULL DEFAULT 'pending'
+        CHECK (resolution_status IN ('pending', 'proposed', 'accepted', 'rejected')),
+    resolution_type TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE cons_escalations (
+    id INTEGER PRIMARY KEY,
+    question_id TEXT NOT NULL REFERENCES cons_questions(id) ON DELETE CASCADE,
+    reason TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'resolved')),
+    decision TEXT,
+    decided_by TEXT,
+    decision_note TEXT,
+    created_at TEXT NOT NULL,
+    resolved_at TEXT
+);
+-- Every marker ever issued in this project, so none is reused.
+CREATE TABLE echo_markers (
+    hex TEXT PRIMARY KEY CHECK (length(hex) = 6),
+    marker TEXT NOT NULL UNIQUE,
+    issued_at TEXT NOT NULL
+);
+CREATE TABLE echo_anchors (
+    id INTEGER PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    marker_hex TEXT NOT NULL REFERENCES echo_markers(hex),
+    injection TEXT NOT NULL CHECK (injection IN ('stateless', 'stateful', 'compaction_aware')),
+    session_id TEXT NOT NULL,
+    run_id TEXT REFERENCES runs(id) ON DELETE CASCADE,
+    active INTEGER NOT NULL DEFAULT 1,
+    created_at TEXT NOT NULL,
+    last_verified TEXT
+);
+CREATE TABLE echo_session_seeds (
+    id INTEGER PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    run_id TEXT REFERENCES runs(id) ON DELETE CASCADE,
+    persona TEXT NOT NULL DEFAULT '',
+    active_tasks_json TEXT NOT NULL DEFAULT '[]',
+    settled_decisions_json TEXT NOT NULL DEFAULT '[]',
+    recent_exchange_json TEXT NOT NULL DEFAULT '[]',
+    marker_hex TEXT REFERENCES echo_markers(hex),
+    last_checkpoint TEXT,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE echo_verifications (
+    id INTEGER PRIMARY KEY,
+    anchor_id INTEGER NOT NULL REFERENCES echo_anchors(id) ON DELETE CASCADE,
+    turn INTEGER,
+    time TEXT NOT NULL,
+    success INTEGER NOT NULL,
+    trigger TEXT,
+    action TEXT,
+    reply_excerpt TEXT,
+    call_id INTEGER REFERENCES llm_calls(id) ON DELETE SET NULL
+);
+-- One row per transition of the restoration state machine (log, read_seed, new_session,
+-- inject, verify, then resume or escalate); restoration groups the rows of one episode.
+CREATE TABLE echo_restorations (
+    id INTEGER PRIMARY KEY,
+    restoration TEXT NOT NULL,
+    anchor_id INTEGER REFERENCES echo_anchors(id) ON DELETE CASCADE,
+    run_id TEXT REFERENCES runs(id) ON DELETE CASCADE,
+    agent_id TEXT NOT NULL,
+    step TEXT NOT NULL CHECK (step IN
+        ('log', 'read_seed', 'new_session', 'inject', 'verify', 'resume', 'escalate')),
+    detail_json TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL
+);
+"""
+
+# MIGRATIONS[n] takes a file from schema version n - 1 to n.
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2}
+SCHEMA_VERSION = max(MIGRATIONS)

@@ -1,0 +1,278 @@
+"""The main window: a tool window of docks over one shared ProjectModel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QMenu, QProgressBar,
+                               QPushButton, QToolBar, QWidget)
+
+from workbench.core.store import Store
+from workbench.services.project_model import ProjectModel
+from workbench.ui import prompts
+from workbench.ui.panels import ALL_PANELS
+from workbench.ui.panels.base import Panel
+from workbench.ui.settings import AppSettings
+from workbench.ui.widgets.notices import NoticeArea
+
+APP_NAME = "Resonance Workbench"
+LAYOUT_VERSION = 1  # bump when the set of docks changes, so an old saved layout is ignored
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, model: ProjectModel, settings: AppSettings, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.model = model
+        self.settings = settings
+        self.setWindowTitle(APP_NAME)
+        self.setObjectName("mainWindow")
+        self.resize(1400, 880)
+        self.setDockOptions(QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowNestedDocks
+                            | QMainWindow.DockOption.AllowTabbedDocks)
+
+        # The docks fill the window: the central widget is an empty, hidden placeholder.
+        placeholder = QWidget(self)
+        placeholder.hide()
+        self.setCentralWidget(placeholder)
+
+        self.panels: dict[str, Panel] = {}
+        self.docks: dict[str, QDockWidget] = {}
+        for panel_class in ALL_PANELS:
+            panel = panel_class(model, self)
+            # Qt reads "&" in a dock title as a mnemonic marker, so it must be doubled.
+            dock = QDockWidget(panel_class.TITLE.replace("&", "&&"), self)
+            dock.setObjectName(panel_class.OBJECT_NAME + "Dock")
+            dock.setWidget(panel)
+            self.panels[panel_class.OBJECT_NAME] = panel
+            self.docks[panel_class.OBJECT_NAME] = dock
+
+        self._build_notices()
+        self._build_menus()
+        self._build_status_bar()
+        self._default_layout()
+        self._layout_restored = self._restore_layout()
+
+        model.opened.connect(self._on_opened)
+        model.closed.connect(self._on_closed)
+        model.failed.connect(self._on_failed)
+        model.busy_changed.connect(self._on_busy_changed)
+        model.changed.connect(self._on_changed)
+
+    # ----- construction ----------------------------------------------------------------------
+    def _build_notices(self) -> None:
+        self.notices = NoticeArea(self)
+        bar = QToolBar("Notices", self)
+        bar.setObjectName("noticesBar")
+        bar.setMovable(False)
+        bar.setFloatable(False)
+        bar.toggleViewAction().setVisible(False)
+        bar.addWidget(self.notices)
+        bar.hide()
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
+        self.notices.emptied.connect(lambda empty: bar.setVisible(not empty))
+        self._notices_bar = bar
+
+    def _build_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        self.action_new = self._action(file_menu, "&New Project…", QKeySequence.StandardKey.New, self._on_new)
+        self.action_open = self._action(file_menu, "&Open…", QKeySequence.StandardKey.Open, self._on_open)
+        self.recent_menu = QMenu("Open &Recent", self)
+        file_menu.addMenu(self.recent_menu)
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        self.action_save_as = self._action(file_menu, "Save &As…", QKeySequence.StandardKey.SaveAs, self._on_save_as)
+        self.action_close = self._action(file_menu, "&Close Project", QKeySequence.StandardKey.Close, self.model.close)
+        file_menu.addSeparator()
+        self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
+
+        view_menu = self.menuBar().addMenu("&View")
+        for dock in self.docks.values():
+            view_menu.addAction(dock.toggleViewAction())
+        view_menu.addSeparator()
+        self._action(view_menu, "&Reset Layout", None, self._reset_layout)
+        self._update_actions()
+
+    def _action(self, menu: QMenu, text: str, shortcut, slot) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(shortcut)
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.project_label = QLabel("No project open", self)
+        self.project_label.setObjectName("projectLabel")
+        self.provider_label = QLabel("", self)
+        self.provider_label.setObjectName("providerLabel")
+        self.progress = QProgressBar(self)
+        self.progress.setMaximumWidth(220)
+        self.progress.setTextVisible(True)
+        self.cancel_button = QPushButton("Cancel", self)
+        self.cancel_button.clicked.connect(self.model.workers.cancel_all)
+        bar.addWidget(self.project_label, 1)
+        bar.addPermanentWidget(self.provider_label)
+        bar.addPermanentWidget(self.progress)
+        bar.addPermanentWidget(self.cancel_button)
+        self.progress.hide()
+        self.cancel_button.hide()
+
+    def _default_layout(self) -> None:
+        d = self.docks
+        area = Qt.DockWidgetArea
+        self.addDockWidget(area.LeftDockWidgetArea, d["clustersPanel"])
+        self.addDockWidget(area.RightDockWidgetArea, d["traceInspectorPanel"])
+        self.addDockWidget(area.RightDockWidgetArea, d["quadrantPanel"])
+        self.splitDockWidget(d["traceInspectorPanel"], d["quadrantPanel"], Qt.Orientation.Horizontal)
+        self.tabifyDockWidget(d["quadrantPanel"], d["driftPanel"])
+        self.addDockWidget(area.BottomDockWidgetArea, d["liveRunPanel"])
+        self.tabifyDockWidget(d["liveRunPanel"], d["anchorsPanel"])
+        self.tabifyDockWidget(d["anchorsPanel"], d["findingsPanel"])
+        for dock in d.values():
+            dock.show()
+        d["quadrantPanel"].raise_()
+        d["liveRunPanel"].raise_()
+        self._size_docks()
+
+    def _size_docks(self) -> None:
+        # Sizes only take effect once the window has its real size, so this runs again on show.
+        d = self.docks
+        width, height = max(self.width(), 1000), max(self.height(), 700)
+        self.resizeDocks([d["clustersPanel"], d["traceInspectorPanel"], d["quadrantPanel"]],
+                         [int(width * 0.24), int(width * 0.44), int(width * 0.32)], Qt.Orientation.Horizontal)
+        self.resizeDocks([d["traceInspectorPanel"], d["liveRunPanel"]],
+                         [int(height * 0.68), int(height * 0.28)], Qt.Orientation.Vertical)
+
+    def _restore_layout(self) -> bool:
+        geometry, state = self.settings.window_state()
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        restored = state is not None and self.restoreState(state, LAYOUT_VERSION)
+        self._notices_bar.setVisible(False)  # its visibility follows its content, not the layout
+        return bool(restored)
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().showEvent(event)
+        if not self._layout_restored:
+            self._layout_restored = True
+            QTimer.singleShot(0, self._size_docks)
+
+    def _reset_layout(self) -> None:
+        for dock in self.docks.values():
+            dock.setFloating(False)
+        self._default_layout()
+
+    # ----- file actions ----------------------------------------------------------------------
+    def _on_new(self) -> None:
+        path = prompts.new_project_path(self, self.settings.last_dir())
+        if path is None:
+            return
+        if self.model.path is not None and path.absolute() == self.model.path:
+            self.notices.add("warning", "That is the open project; choose another file for a new project.")
+            return
+        self.settings.set_last_dir(path)
+        self.model.create(path, overwrite=True)  # the dialog already asked before replacing
+
+    def _on_open(self) -> None:
+        path = prompts.open_project_path(self, self.settings.last_dir())
+        if path is not None:
+            self.open_path(path)
+
+    def open_path(self, path: Path) -> None:
+        self.settings.set_last_dir(path)
+        self.model.open(path)
+
+    def _on_save_as(self) -> None:
+        if self.model.store is None:
+            return
+        path = prompts.save_as_path(self, self.settings.last_dir())
+        if path is None:
+            return
+        self.settings.set_last_dir(path)
+        self.model.save_as(path, overwrite=True)  # the dialog already asked before replacing
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        recent = self.settings.recent_files()
+        for path in recent:
+            action = self.recent_menu.addAction(str(path).replace("&", "&&"))
+            action.setEnabled(path.exists())
+            action.triggered.connect(lambda _checked=False, p=path: self.open_path(p))
+        if not recent:
+            self.recent_menu.addAction("(none)").setEnabled(False)
+
+    # ----- model events ----------------------------------------------------------------------
+    def _on_opened(self, store: Store) -> None:
+        self.settings.add_recent(store.path)
+        self.notices.clear_messages()
+        report = store.report
+        if report.read_only:
+            self.notices.set_banner("warning", report.read_only_reason or "This project is open read-only.")
+        elif report.migrated_from is not None:
+            self.notices.set_banner(
+                "info", f"This project was upgraded from schema v{report.migrated_from} to "
+                        f"v{report.schema_version}. The original was kept as {report.backup_path.name}.")
+        else:
+            self.notices.set_banner(None)
+        self._update_title()
+        self._update_providers()
+        self._update_actions()
+
+    def _on_closed(self) -> None:
+        self.notices.set_banner(None)
+        self._update_title()
+        self.provider_label.setText("")
+        self._update_actions()
+
+    def _on_changed(self, changes) -> None:
+        if changes.touches("providers", "project"):
+            self._update_providers()
+            self._update_title()
+
+    def _on_failed(self, message: str, details: str) -> None:
+        self.notices.add("error", message, details)
+
+    def _on_busy_changed(self, busy: bool) -> None:
+        self.progress.setVisible(busy)
+        self.progress.setRange(0, 0)  # indeterminate until runs report real progress
+        self.progress.setFormat("Working…")
+        self._update_actions()
+
+    # ----- display ---------------------------------------------------------------------------
+    def _update_title(self) -> None:
+        store = self.model.store
+        if store is None:
+            self.setWindowTitle(APP_NAME)
+            self.project_label.setText("No project open")
+            return
+        name = store.project().get("name") or store.path.stem
+        suffix = " [read-only]" if store.read_only else ""
+        self.setWindowTitle(f"{name} — {store.path.name}{suffix} — {APP_NAME}")
+        self.project_label.setText(f"{store.path}{suffix}")
+
+    def _update_providers(self) -> None:
+        store = self.model.store
+        if store is None:
+            return
+        providers = store.rows("providers", order_by="name")
+        if not providers:
+            self.provider_label.setText("Providers: none configured")
+            return
+        names = [("sim (simulated, offline)" if p["model"] == "sim" else p["name"]) for p in providers]
+        self.provider_label.setText("Providers: " + ", ".join(names))
+
+    def _update_actions(self) -> None:
+        has_project = self.model.store is not None
+        busy = self.model.busy
+        self.action_save_as.setEnabled(has_project and not busy)
+        self.action_close.setEnabled(has_project and not busy)
+        self.action_new.setEnabled(not busy)
+        self.action_open.setEnabled(not busy)
+
+    # ----- closing ---------------------------------------------------------------------------
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt API)
+        self.settings.save_window_state(self.saveGeometry(), self.saveState(LAYOUT_VERSION))
+        self.model.shutdown()
+        super().closeEvent(event)

@@ -1,0 +1,13 @@
+"""Quadrant: the 2×2 resonance quadrant of the Resonant Consensus Protocol."""
+
+from workbench.ui.panels.base import SummaryPanel
+
+
+class QuadrantPanel(SummaryPanel):
+    TITLE = "Quadrant"
+    OBJECT_NAME = "quadrantPanel"
+    SUMMARY = "The 2×2 quadrant: each artifact placed by its reference- and opposing-cluster approval."
+    TABLES = ("artifacts", "votes", "clusters")
+    COUNTS = (("resonant-consensus runs", "runs", "protocol = 'rcp'"),
+              ("artifacts", "artifacts", None),
+              ("clusters", "clusters", None))

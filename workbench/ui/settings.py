@@ -1,0 +1,42 @@
+"""What the workbench remembers between sessions (QSettings): recent files and the layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings
+
+MAX_RECENT = 10
+
+
+class AppSettings:
+    def __init__(self, settings: QSettings | None = None):
+        self._s = settings or QSettings()
+
+    def recent_files(self) -> list[Path]:
+        value = self._s.value("recentFiles", [])
+        items = [value] if isinstance(value, str) else list(value or [])
+        return [Path(p) for p in items if p]
+
+    def add_recent(self, path: Path) -> list[Path]:
+        path = Path(path).absolute()
+        items = [path] + [p for p in self.recent_files() if p != path]
+        self._s.setValue("recentFiles", [str(p) for p in items[:MAX_RECENT]])
+        return self.recent_files()
+
+    def remove_recent(self, path: Path) -> None:
+        self._s.setValue("recentFiles", [str(p) for p in self.recent_files() if p != Path(path)])
+
+    def last_dir(self) -> str:
+        return str(self._s.value("lastDir", "") or "")
+
+    def set_last_dir(self, path: Path) -> None:
+        self._s.setValue("lastDir", str(Path(path).parent))
+
+    def window_state(self) -> tuple[QByteArray | None, QByteArray | None]:
+        return self._s.value("window/geometry"), self._s.value("window/state")
+
+    def save_window_state(self, geometry: QByteArray, state: QByteArray) -> None:
+        self._s.setValue("window/geometry", geometry)
+        self._s.setValue("window/state", state)
+        self._s.sync()

@@ -1,0 +1,114 @@
+"""A table of records that a user can sort, filter and copy as text.
+
+Every table in the workbench uses this, so they all behave the same: click a header to sort,
+type in the filter box to narrow the rows (any column matches), Ctrl+C or the context menu
+copies the selected rows (or all visible rows) as tab-separated text with a header line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLineEdit, QTableView, QVBoxLayout, QWidget
+
+
+class RecordModel(QAbstractTableModel):
+    """Rows are dicts; columns are (key, header) pairs."""
+
+    def __init__(self, columns: Sequence[tuple[str, str]], parent=None):
+        super().__init__(parent)
+        self._columns = list(columns)
+        self._rows: list[dict] = []
+        self.decorate: Callable[[dict, str, int], object] | None = None  # optional role hook
+
+    def set_rows(self, rows: list[dict]) -> None:
+        self.beginResetModel()
+        self._rows = list(rows)
+        self.endResetModel()
+
+    def row(self, index: int) -> dict:
+        return self._rows[index]
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 (Qt API)
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self._columns)
+
+    def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        key = self._columns[index.column()][0]
+        value = self._rows[index.row()].get(key)
+        if role == Qt.ItemDataRole.DisplayRole:
+            return "" if value is None else str(value)
+        if role == Qt.ItemDataRole.UserRole:  # the sort key keeps numbers numeric
+            return value if isinstance(value, (int, float)) else ("" if value is None else str(value).lower())
+        if self.decorate is not None:
+            return self.decorate(self._rows[index.row()], key, role)
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return self._columns[section][1]
+        return None
+
+
+class RecordTable(QWidget):
+    def __init__(self, columns: Sequence[tuple[str, str]], placeholder: str = "Filter…", parent=None):
+        super().__init__(parent)
+        self.model = RecordModel(columns, self)
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setSortRole(Qt.ItemDataRole.UserRole)
+        self.proxy.setFilterKeyColumn(-1)
+        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+
+        self.filter = QLineEdit(self)
+        self.filter.setPlaceholderText(placeholder)
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self.proxy.setFilterFixedString)
+
+        self.view = QTableView(self)
+        self.view.setModel(self.proxy)
+        self.view.setSortingEnabled(True)
+        self.view.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # keep the given order until asked
+        self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.view.setAlternatingRowColors(True)
+        self.view.setWordWrap(False)
+        self.view.verticalHeader().hide()
+        self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.view.horizontalHeader().setStretchLastSection(True)
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+        copy = QAction("Copy as text", self.view)
+        copy.setShortcut(QKeySequence.StandardKey.Copy)
+        copy.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        copy.triggered.connect(self.copy_to_clipboard)
+        self.view.addAction(copy)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.filter)
+        layout.addWidget(self.view)
+
+    def set_rows(self, rows: list[dict]) -> None:
+        self.model.set_rows(rows)
+        self.view.resizeColumnsToContents()
+
+    def visible_rows(self) -> int:
+        return self.proxy.rowCount()
+
+    def as_text(self) -> str:
+        """Selected rows (or every visible row) as tab-separated text with a header line."""
+        selected = sorted({i.row() for i in self.view.selectionModel().selectedRows()})
+        rows = selected or range(self.proxy.rowCount())
+        cols = range(self.proxy.columnCount())
+        lines = ["\t".join(str(self.proxy.headerData(c, Qt.Orientation.Horizontal)) for c in cols)]
+        for r in rows:
+            lines.append("\t".join(str(self.proxy.index(r, c).data() or "") for c in cols))
+        return "\n".join(lines)
+
+    def copy_to_clipboard(self) -> None:
+        QGuiApplication.clipboard().setText(self.as_text())
