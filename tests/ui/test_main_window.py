@@ -1,0 +1,184 @@
+"""The main window as a user drives it: menus, docks, new/save as/reopen, bad files, live updates."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from PySide6.QtWidgets import QDockWidget
+
+from tests.ui.conftest import WAIT_MS
+from workbench.core.schema import APPLICATION_ID, MIGRATIONS
+from workbench.core.store import Store
+from workbench.services.project_model import ProjectModel
+from workbench.ui import prompts
+from workbench.ui.main_window import MainWindow
+from workbench.ui.settings import AppSettings
+
+PANEL_TITLES = ["Clusters & Agents", "Live Run", "Trace Inspector", "Quadrant", "Drift & Convergence",
+                "Anchors & Restoration", "Findings & Reports"]
+
+
+def add_cluster(store: Store, name: str):
+    def write(s: Store):
+        with s.write() as tx:
+            cid = tx.insert("clusters", {"name": name})
+            tx.insert("agents", {"id": f"{name}-1", "cluster_id": cid, "provider": None})
+        return tx.changes
+    return write
+
+
+def cluster_names(window) -> list[str]:
+    table = window.panels["clustersPanel"].clusters
+    return [table.model.row(i)["name"] for i in range(table.model.rowCount())]
+
+
+def test_window_has_the_file_menu_and_a_dock_per_panel(window):
+    menus = {a.text().replace("&", ""): a.menu() for a in window.menuBar().actions()}
+    file_items = [a.text().replace("&", "") for a in menus["File"].actions() if a.text()]
+    for item in ("New Project…", "Open…", "Open Recent", "Save As…"):
+        assert item in file_items
+    titles = sorted(d.windowTitle().replace("&&", "&") for d in window.findChildren(QDockWidget))
+    assert titles == sorted(PANEL_TITLES)
+    assert all(not d.isHidden() for d in window.docks.values())
+    assert "No project open" in window.project_label.text()
+
+
+def test_new_project_save_as_and_reopen(qtbot, window, tmp_path, monkeypatch):
+    first, second = tmp_path / "first.rwb", tmp_path / "second.rwb"
+
+    monkeypatch.setattr(prompts, "new_project_path", lambda *a: first)
+    with qtbot.waitSignal(window.model.opened, timeout=WAIT_MS):
+        window.action_new.trigger()
+    assert first.exists() and window.model.path == first
+    assert "first" in window.windowTitle()
+
+    with qtbot.waitSignal(window.model.changed, timeout=WAIT_MS):
+        window.model.write("add cluster", add_cluster(window.model.store, "advocate"))
+    assert cluster_names(window) == ["advocate"]
+
+    monkeypatch.setattr(prompts, "save_as_path", lambda *a: second)
+    with qtbot.waitSignal(window.model.opened, timeout=WAIT_MS):
+        window.action_save_as.trigger()
+    assert window.model.path == second
+    assert "second" in window.windowTitle()
+
+    window.action_close.trigger()
+    assert window.model.store is None
+    assert cluster_names(window) == []
+    assert window.panels["clustersPanel"].empty_label.isVisible()
+
+    monkeypatch.setattr(prompts, "open_project_path", lambda *a: second)
+    with qtbot.waitSignal(window.model.opened, timeout=WAIT_MS):
+        window.action_open.trigger()
+    assert cluster_names(window) == ["advocate"]
+    assert window.settings.recent_files()[:2] == [second, first]
+
+
+def test_open_recent_lists_projects_and_opens_them(qtbot, window, tmp_path, open_project):
+    path = tmp_path / "recent.rwb"
+    Store.create(path).close_connection()
+    open_project(path)
+    window.model.close()
+    window._fill_recent_menu()
+    actions = [a for a in window.recent_menu.actions() if a.text() == str(path)]
+    assert actions and actions[0].isEnabled()
+    with qtbot.waitSignal(window.model.opened, timeout=WAIT_MS):
+        actions[0].trigger()
+    assert window.model.path == path
+
+
+def test_a_bad_file_gives_a_message_not_a_dialog(qtbot, window, tmp_path):
+    path = tmp_path / "notes.rwb"
+    path.write_text("not a database\n" * 50)
+    with qtbot.waitSignal(window.model.failed, timeout=WAIT_MS):
+        window.open_path(path)
+    assert window.model.store is None
+    [notice] = window.notices.messages
+    assert notice.level == "error"
+    assert "not an SQLite database" in notice.text
+    assert window._notices_bar.isVisible()
+    assert path.read_text() == "not a database\n" * 50
+
+
+def test_a_newer_file_opens_read_only_with_a_banner(qtbot, window, tmp_path, open_project):
+    path = tmp_path / "future.rwb"
+    Store.create(path).close_connection()
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 42")
+    conn.close()
+    store = open_project(path)
+    assert store.read_only
+    assert window.notices.banner is not None and "read-only" in window.notices.banner.text
+    assert window._notices_bar.isVisible()
+    assert "[read-only]" in window.windowTitle()
+
+
+def test_an_older_file_is_upgraded_and_says_so(qtbot, window, tmp_path, open_project):
+    path = tmp_path / "old.rwb"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.executescript(f"BEGIN; {MIGRATIONS[1]} PRAGMA user_version = 1; COMMIT;")
+    conn.execute("INSERT INTO project VALUES (1, 'old', '', 't0', '0.0.1')")
+    conn.close()
+    open_project(path)
+    assert "upgraded from schema v1" in window.notices.banner.text
+    assert window.notices.banner.level == "info"
+
+
+def test_writes_from_another_process_appear_without_reopening(qtbot, window, tmp_path, open_project):
+    path = tmp_path / "shared.rwb"
+    Store.create(path).close_connection()
+    open_project(path)
+    outside = Store.open(path)  # another connection, as the MCP server or the CLI would have
+    outside.insert("clusters", {"name": "from-outside"})
+    outside.close_connection()
+    qtbot.waitUntil(lambda: cluster_names(window) == ["from-outside"], timeout=WAIT_MS)
+
+
+def test_panels_refresh_only_for_changes_that_concern_them(qtbot, window, tmp_path, open_project):
+    path = tmp_path / "p.rwb"
+    Store.create(path).close_connection()
+    open_project(path)
+    window.model._poll.stop()  # isolate the local change from the outside-change poll
+    clusters, anchors = window.panels["clustersPanel"], window.panels["anchorsPanel"]
+    before = clusters.refresh_count, anchors.refresh_count
+
+    def add_marker(s: Store):
+        return s.insert("echo_markers", {"hex": "abcdef", "marker": "salt — abcdef", "issued_at": "t"})[1]
+
+    with qtbot.waitSignal(window.model.changed, timeout=WAIT_MS):
+        window.model.write("marker", add_marker)
+    assert anchors.refresh_count == before[1] + 1
+    assert clusters.refresh_count == before[0]
+
+
+def test_layout_and_recent_files_persist_in_qsettings(qtbot, tmp_path, open_project, window):
+    path = tmp_path / "p.rwb"
+    Store.create(path).close_connection()
+    open_project(path)
+    window.docks["quadrantPanel"].hide()
+    window.close()
+
+    again = MainWindow(ProjectModel(), AppSettings())
+    qtbot.addWidget(again)
+    again.show()
+    assert again.docks["quadrantPanel"].isHidden()
+    assert not again.docks["traceInspectorPanel"].isHidden()
+    assert again.settings.recent_files()[0] == path
+    again.close()
+
+
+def test_clusters_table_sorts_filters_and_copies(qtbot, window, tmp_path, open_project):
+    path = tmp_path / "p.rwb"
+    Store.create(path).close_connection()
+    store = open_project(path)
+    for name in ("critic", "advocate", "safety"):
+        with qtbot.waitSignal(window.model.changed, timeout=WAIT_MS):
+            window.model.write("add", add_cluster(store, name))
+    table = window.panels["clustersPanel"].clusters
+    table.view.sortByColumn(0, table.view.horizontalHeader().sortIndicatorOrder().AscendingOrder)
+    assert [table.proxy.index(r, 0).data() for r in range(3)] == ["advocate", "critic", "safety"]
+    table.filter.setText("saf")
+    assert table.visible_rows() == 1
+    assert table.as_text().splitlines() == ["Cluster\tReference\tθ\tWeight\tAgents\tDescription",
+                                            "safety\t\tglobal\t1.0\t1\t"]
