@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 
 from workbench.commands.io import print_json, read_json
 
@@ -26,4 +27,8 @@ def run(args: argparse.Namespace) -> int:
     payload = read_json(args.file)
     engine = importlib.import_module(f"workbench.core.protocols.{ENGINES[args.protocol]}")
     print_json(engine.classify_payload(payload))
+    # Legal but doubtful settings (e.g. a tau that leaves the polar tiers empty) go to stderr,
+    # so stdout stays the exact JSON contract.
+    for warning in getattr(engine, "config_warnings", lambda _p: [])(payload):
+        print(f"rwb classify {args.protocol}: warning: {warning}", file=sys.stderr)
     return 0

@@ -11,7 +11,7 @@ Public API::
     classify_payload(payload) -> dict                the ``rwb classify cons`` contract
     voting_structure / outcome_json / render_markdown / manifest_entry   (cons_report)
 
-Every rule choice is documented in docs/protocols-cons.md.
+Every rule choice is documented in docs/protocols.md (CONS section).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """CONS conflicts (CONS-005) and HITL escalations (CONS-006), as pure functions of the ballots.
 
-The rules are in docs/protocols-cons.md; in short:
+The rules are in docs/protocols.md (CONS section); in short:
 
 - contradiction: on one option, some agents accept and others reject it.
 - priority-difference / partial-overlap: two groups of agents accept different sets of options;

@@ -4,7 +4,7 @@ Pure logic, no I/O. The maths lives in :func:`consensus` (and its step generator
 :class:`FindingsBook` is a thin in-memory aggregate over it that a SQLite-backed store or an MCP
 server can reuse; :func:`classify_payload` is the ``rwb classify findings`` contract.
 
-Rules, with the decisions SPEC §2 leaves open (see docs/protocols-findings.md):
+Rules, with the decisions SPEC §2 leaves open (see docs/protocols.md (findings section)):
 
 - confirm = +1, challenge = -1, uncertain = 0; confidence is a finite number in [0, 1].
 - Votes are chronological in the order given. An agent's later vote replaces its earlier one;

@@ -7,8 +7,9 @@ tests). Each message has a "Details" disclosure for the raw error, and a close b
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QToolButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtCore import QSize
+from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPlainTextEdit,
+                               QToolButton, QVBoxLayout, QWidget)
 
 LEVEL_STYLE = {
     # Colour and a glyph, so the level reads without colour too.
@@ -26,9 +27,8 @@ class Notice(QFrame):
         self.level = level
         self.text = text
         colour, glyph = LEVEL_STYLE.get(level, LEVEL_STYLE["info"])
-        self.setObjectName(f"notice_{level}")
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setStyleSheet(f"#notice_{level} {{ border-left: 4px solid {colour}; }}")
+        self.setStyleSheet(f"Notice {{ border: 1px solid palette(mid); border-left: 4px solid {colour};"
+                           " border-radius: 2px; }")
 
         row = QHBoxLayout()
         icon = QLabel(glyph, self)
@@ -76,6 +76,19 @@ class NoticeArea(QWidget):
         self.banner: Notice | None = None
         self.messages: list[Notice] = []
 
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+        # Wrapped labels guess a narrow width and ask for several lines; ask for the height the
+        # notices need at the width they really have.
+        hint = super().sizeHint()
+        width = self.width() if self.width() > 200 else (self.window().width() or 1000)
+        if self.layout().hasHeightForWidth():
+            hint.setHeight(self.layout().totalHeightForWidth(width))
+        return hint
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        self.updateGeometry()
+
     def set_banner(self, level: str | None, text: str = "") -> None:
         if self.banner is not None:
             self.banner.setParent(None)
@@ -83,7 +96,6 @@ class NoticeArea(QWidget):
             self.banner = None
         if level:
             self.banner = Notice(level, text, closable=False, parent=self)
-            self.banner.setObjectName("projectBanner")
             self._layout.insertWidget(0, self.banner)
         self._changed()
 
