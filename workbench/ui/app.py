@@ -42,6 +42,7 @@ def run_app(file: str | None = None, *, demo: bool = False, exit_when_shown: boo
 
 def _exit_when_shown(window: MainWindow, model: ProjectModel, *, opening: bool) -> None:
     """For bench/startup.py: say when the window is up and when the project is open, then quit."""
+    window.persist_layout = False
 
     def shown() -> None:
         print("shown", flush=True)

@@ -26,6 +26,7 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self.model = model
         self.settings = settings
+        self.persist_layout = True  # a smoke launch (bench/startup.py) leaves the user's layout alone
         self.setWindowTitle(APP_NAME)
         self.setObjectName("mainWindow")
         self.resize(1400, 880)
@@ -141,7 +142,7 @@ class MainWindow(QMainWindow):
         d = self.docks
         width, height = max(self.width(), 1000), max(self.height(), 700)
         self.resizeDocks([d["clustersPanel"], d["traceInspectorPanel"], d["quadrantPanel"]],
-                         [int(width * 0.24), int(width * 0.44), int(width * 0.32)], Qt.Orientation.Horizontal)
+                         [int(width * 0.3), int(width * 0.4), int(width * 0.3)], Qt.Orientation.Horizontal)
         self.resizeDocks([d["traceInspectorPanel"], d["liveRunPanel"]],
                          [int(height * 0.68), int(height * 0.28)], Qt.Orientation.Vertical)
 
@@ -273,6 +274,7 @@ class MainWindow(QMainWindow):
 
     # ----- closing ---------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt API)
-        self.settings.save_window_state(self.saveGeometry(), self.saveState(LAYOUT_VERSION))
+        if self.persist_layout:
+            self.settings.save_window_state(self.saveGeometry(), self.saveState(LAYOUT_VERSION))
         self.model.shutdown()
         super().closeEvent(event)
