@@ -1,0 +1,56 @@
+"""The step protocol between a protocol generator and whatever drives it.
+
+A protocol run is a generator. Each time it needs agents to speak, it yields a :class:`Batch` of
+:class:`AgentCall` requests; the driver (the background runner, the CLI, a test, a teacher
+typing replies) performs them in any order, sequentially or concurrently, and sends back a
+``dict`` mapping each call's ``key`` to an :class:`AgentReply`. The generator may also yield
+:class:`Note` values (progress, warnings, gate events) that need no answer (the driver sends
+``None``). When the run is over the generator returns its result (``StopIteration.value``).
+
+Keys are stable: the same configuration and seed produce the same keys in the same order, so
+a resumed run can answer already-completed calls from the project file and issue only the
+missing ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class AgentCall:
+    key: str  # unique and stable within the run, e.g. "r1/alpha" or "vote/w3/c2"
+    agent: str  # the agent id that must answer
+    purpose: str  # e.g. "generate", "vote", "trace", "ballot", "verify"
+    messages: tuple[dict[str, str], ...]  # chat messages: {"role": ..., "content": ...}
+    round_no: int = 1
+    reply_schema: str | None = None  # name of the structured reply expected, if any
+    meta: dict[str, Any] = field(default_factory=dict)  # protocol-specific details for the record
+
+
+@dataclass(frozen=True)
+class AgentReply:
+    key: str
+    text: str | None  # the raw reply text; None when the call failed
+    error: str | None = None  # why the call failed (provider error, timeout, cancelled)
+    meta: dict[str, Any] = field(default_factory=dict)  # provider, model, tokens, latency...
+
+    @property
+    def ok(self) -> bool:
+        return self.text is not None and self.error is None
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Calls that may run in any order or at once; the generator waits for all of them."""
+
+    calls: tuple[AgentCall, ...]
+    label: str = ""  # shown as the current phase, e.g. "Round 1: isolation"
+
+
+@dataclass(frozen=True)
+class Note:
+    kind: str  # "progress", "warning", "gate", "phase", ...
+    message: str
+    data: dict[str, Any] = field(default_factory=dict)
