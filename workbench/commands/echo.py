@@ -1,14 +1,118 @@
-"""``rwb echo ...``: placeholder until the echo engine lands."""
+"""``rwb echo marker|verify|footer``: the SPEC §5 Resonance Echo contracts, headless.
+
+- ``rwb echo marker [--project P] [--seed N]`` prints a new marker. With a project it is recorded
+  there, so it is never issued again in that project.
+- ``rwb echo verify --marker M FILE`` prints the JSON verification result of the reply in FILE
+  (``-`` for stdin) and exits 0 if verified, 1 if not. M is a whole marker or its 6-hex suffix.
+- ``rwb echo footer FILE`` prints the reply's trusted footer as JSON, or exits 1 saying why not.
+
+Invalid arguments (a malformed marker, a missing file) exit 2 with a one-line message.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+from workbench.commands.io import print_json
+from workbench.core.errors import InputError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("echo", help="echo commands")
-    p.set_defaults(run=run)
+    p = sub.add_parser("echo", help="Resonance Echo: issue markers, verify replies, parse footers",
+                       description="Resonance Echo markers, verification and footers (SPEC §5).")
+    actions = p.add_subparsers(dest="echo_action", metavar="ACTION", required=True)
+
+    m = actions.add_parser("marker", help="print a new resonance marker",
+                           description="Print a new marker '<poetic fragment> — <6 hex>'. With --project it "
+                                       "is recorded in that project and never issued there again.")
+    m.add_argument("--project", metavar="P", help="a .rwb project to record the marker in")
+    m.add_argument("--seed", metavar="N", type=int, help="seed the random draw (reproducible; default: secrets)")
+    m.set_defaults(run=run_marker)
+
+    v = actions.add_parser("verify", help="check that a reply recites a marker (exit 0 verified, 1 not)",
+                           description="Verify that the agent's reply in FILE (or - for stdin) contains the "
+                                       "marker's 6-hex suffix in its own text. Prints the result as JSON.")
+    v.add_argument("--marker", metavar="M", required=True, help="the marker, or just its 6-hex suffix")
+    v.add_argument("file", metavar="FILE", help="the agent's reply text, or - for stdin")
+    _quoting_args(v)
+    v.add_argument("--accept-uppercase", action="store_true",
+                   help="count the hex in another case too (default: lowercase only, exact)")
+    v.set_defaults(run=run_verify)
+
+    f = actions.add_parser("footer", help="parse a reply's footer (exit 1 if none can be trusted)",
+                           description="Print the trusted footer of the reply in FILE (or - for stdin): "
+                                       "its last ':: SYSTEM ::' line outside quoted artifact text.")
+    f.add_argument("file", metavar="FILE", help="the agent's reply text, or - for stdin")
+    _quoting_args(f)
+    f.set_defaults(run=run_footer)
 
 
-def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError
+def _quoting_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--delimiters", nargs=2, action="append", metavar=("OPEN", "CLOSE"), default=[],
+                   help="a pair of artifact delimiters; text between them is quoted data (repeatable)")
+    p.add_argument("--artifact", action="append", metavar="AFILE", default=[],
+                   help="a file holding artifact text shown to the agent; verbatim copies are data (repeatable)")
+    p.add_argument("--code-fences", action="store_true", help="also treat fenced code blocks as quoted data")
+
+
+def read_text(source: str) -> str:
+    label = "stdin" if source == "-" else source
+    try:
+        return sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(label, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(label, "is a directory, not a text file") from None
+    except UnicodeDecodeError:
+        raise InputError(label, "not UTF-8 text") from None
+    except OSError as exc:
+        raise InputError(label, exc.strerror or str(exc)) from None
+
+
+def _quoting(args: argparse.Namespace):
+    from workbench.core.protocols.echo_quoting import Quoting
+
+    for open_, close in args.delimiters:
+        if not open_ or not close:
+            raise InputError("--delimiters", "OPEN and CLOSE must not be empty")
+    return Quoting.of(args.delimiters, [read_text(a) for a in args.artifact], code_fences=args.code_fences)
+
+
+def run_marker(args: argparse.Namespace) -> int:
+    from workbench.core.protocols.echo_markers import generate_marker, make_rng
+
+    rng = make_rng(args.seed)
+    if args.project:
+        from workbench.core.echo_records import issue_marker
+        from workbench.core.store import Store
+
+        store = Store.open(args.project)
+        try:
+            marker = issue_marker(store, rng=rng)
+        finally:
+            store.close_connection()
+    else:
+        marker = generate_marker(rng=rng)
+    print(marker)
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    from workbench.core.protocols.echo_verify import expected_hex_of, verify_reply
+
+    expected = expected_hex_of(args.marker)  # a malformed marker is an InputError: exit 2
+    quoting = _quoting(args)
+    result = verify_reply(read_text(args.file), expected, quoting=quoting, accept_uppercase=args.accept_uppercase)
+    print_json(result.as_dict())
+    return 0 if result.verified else 1
+
+
+def run_footer(args: argparse.Namespace) -> int:
+    from workbench.core.protocols.echo_footer import locate_footer
+
+    quoting = _quoting(args)
+    footer, line = locate_footer(read_text(args.file), quoting)  # FooterError: exit 1 with the reason
+    print_json({**footer.model_dump(), "line": line})
+    return 0
