@@ -76,6 +76,8 @@ CREATE TABLE batches (
     config_json TEXT NOT NULL DEFAULT '{}',
     created_at TEXT NOT NULL
 );
+-- owner_json names the process running a run (host, pid), so a run whose process died can be
+-- told from one still in progress and resumed.
 CREATE TABLE runs (
     id TEXT PRIMARY KEY,
     protocol TEXT NOT NULL CHECK (protocol IN ('rcp', 'arm', 'findings', 'cons', 'echo')),
@@ -92,6 +94,7 @@ CREATE TABLE runs (
     provenance_json TEXT NOT NULL DEFAULT '{}',
     summary_json TEXT NOT NULL DEFAULT '{}',
     error TEXT,
+    owner_json TEXT,
     started_at TEXT NOT NULL,
     finished_at TEXT
 );
@@ -110,6 +113,7 @@ CREATE TABLE rounds (
 );
 -- One row per completed call, written in its own transaction the moment it completes.
 -- step_key names the logical call inside its run, so a resumed run issues only missing ones.
+-- reply_text is the model's answer as the protocol read it; response_raw is the provider's body.
 CREATE TABLE llm_calls (
     id INTEGER PRIMARY KEY,
     run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -122,6 +126,7 @@ CREATE TABLE llm_calls (
     sample_index INTEGER NOT NULL DEFAULT 0,
     attempts INTEGER NOT NULL DEFAULT 1 CHECK (attempts >= 1),
     request_json TEXT NOT NULL,
+    reply_text TEXT,
     response_raw TEXT,
     response_json TEXT,
     status TEXT NOT NULL
