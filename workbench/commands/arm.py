@@ -1,6 +1,8 @@
 """``rwb arm <sub-command>``: ARM traces, headless.
 
 - ``rwb arm metrics FILE`` (FILE or ``-``): recompute an ARM trace's metrics (SPEC §4 JSON).
+- ``rwb arm import FILE... --project P``: store ARM traces as runs of a project.
+- ``rwb arm export RUN_ID --project P``: write a stored ARM run back as ARM's own JSON.
 
 Sub-commands live in :data:`SUBCOMMANDS` as ``name -> (add_arguments, run)``; adding one (for
 example ``import``) is a new entry, nothing else changes. Standard library only at module level.
@@ -33,10 +35,66 @@ def _run_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_import(p: argparse.ArgumentParser) -> None:
+    p.add_argument("files", metavar="FILE", nargs="+", help="ARM trace JSON files (any schema version)")
+    p.add_argument("--project", required=True, metavar="P", help="the .rwb project to import into")
+
+
+def _run_import(args: argparse.Namespace) -> int:
+    import sys
+    from dataclasses import asdict
+
+    from workbench.core.arm_import import import_arm_file
+    from workbench.core.errors import InputError
+    from workbench.core.store import Store
+
+    store = Store.open(args.project)
+    results, failed = [], 0
+    try:
+        for path in args.files:  # each file on its own: one bad file does not stop the others
+            try:
+                results.append({"ok": True, **asdict(import_arm_file(store, path))})
+            except InputError as exc:
+                failed += 1
+                results.append({"ok": False, "path": path, "error": str(exc)})
+                print(f"rwb arm import: error: {exc}", file=sys.stderr)
+    finally:
+        store.close_connection()
+    print_json(results)
+    return 2 if failed else 0
+
+
+def _add_export(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_id", metavar="RUN_ID", help="a stored ARM run (see rwb runs)")
+    p.add_argument("--project", required=True, metavar="P", help="the .rwb project")
+    p.add_argument("--out", metavar="FILE", help="write to FILE (byte for byte as ARM writes it) instead of stdout")
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from workbench.core.arm_import import export_arm_run
+    from workbench.core.protocols.arm_js import js_stringify
+    from workbench.core.store import Store
+
+    from pathlib import Path
+
+    store = Store.open(args.project)
+    try:
+        text = js_stringify(export_arm_run(store, args.run_id))  # the way ARM writes its files
+    finally:
+        store.close_connection()
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    else:
+        print(text)
+    return 0
+
+
 SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None],
                              Callable[[argparse.Namespace], int]]] = {
     "metrics": ("recompute an ARM trace's metrics and check every stored value (JSON)",
                 _add_metrics, _run_metrics),
+    "import": ("store ARM trace files as runs of a project", _add_import, _run_import),
+    "export": ("write a stored ARM run back as ARM's own JSON", _add_export, _run_export),
 }
 
 

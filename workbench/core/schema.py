@@ -182,8 +182,11 @@ CREATE INDEX votes_run ON votes(run_id);
 # Step 2: the protocol-specific records: ARM traces, Consensus Server findings, CONS ballots
 # and their outcomes, and Resonance Echo markers, anchors, seeds, checks and restorations.
 _V2 = """
--- Every field of an ARM trace has a column; fields this schema does not name are kept
--- verbatim in extra_json, and source_json holds the trace exactly as it was read.
+-- Every field of an ARM trace has a column; fields this schema does not name (or values whose
+-- type does not fit their column) are kept verbatim in extra_json, key_order_json lists the
+-- trace's keys as written, and source_json holds an imported trace exactly as it was read.
+-- provider, model, stop_reason, usage_json and the token and latency columns are views of
+-- meta_json (ARM's _meta) for queries.
 CREATE TABLE traces (
     id INTEGER PRIMARY KEY,
     run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -233,7 +236,9 @@ CREATE TABLE traces (
     prompt_tokens INTEGER,
     completion_tokens INTEGER,
     latency_ms REAL,
+    meta_json TEXT,
     extra_json TEXT NOT NULL DEFAULT '{}',
+    key_order_json TEXT,
     source_json TEXT,
     call_id INTEGER REFERENCES llm_calls(id) ON DELETE SET NULL,
     simulated INTEGER NOT NULL DEFAULT 0,
