@@ -182,3 +182,22 @@ def test_clusters_table_sorts_filters_and_copies(qtbot, window, tmp_path, open_p
     assert table.visible_rows() == 1
     assert table.as_text().splitlines() == ["Cluster\tReference\tθ\tWeight\tAgents\tDescription",
                                             "safety\t\tglobal\t1.0\t1\t"]
+
+
+def test_import_arm_traces_from_the_file_menu(qtbot, window, tmp_path, open_project, monkeypatch, corpus_dir):
+    path = tmp_path / "p.rwb"
+    Store.create(path).close_connection()
+    open_project(path)
+    good = sorted((corpus_dir / "traces").glob("*.json"))[:2]
+    bad = tmp_path / "notes.json"
+    bad.write_text("not json")
+    monkeypatch.setattr(prompts, "import_arm_paths", lambda *a: [*good, bad])
+    with qtbot.waitSignal(window.model.changed, timeout=WAIT_MS):
+        window.action_import.trigger()
+    qtbot.waitUntil(lambda: bool(window.notices.messages), timeout=WAIT_MS)
+    [notice] = window.notices.messages
+    assert notice.level == "warning"
+    assert "Imported 2 ARM run(s)" in notice.text and "1 file(s) refused" in notice.text
+    assert window.model.store.count("runs", "protocol = 'arm'") == 2
+    counts = window.panels["driftPanel"].summary.text()
+    assert "<b>2</b></td><td>&nbsp;imported ARM traces" in counts

@@ -9,6 +9,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QMenu, QProgressBar,
                                QPushButton, QToolBar, QWidget)
 
+from workbench.core.changes import Changes
 from workbench.core.store import Store
 from workbench.services.project_model import ProjectModel
 from workbench.ui import prompts
@@ -83,6 +84,8 @@ class MainWindow(QMainWindow):
         file_menu.addMenu(self.recent_menu)
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
         self.action_save_as = self._action(file_menu, "Save &As…", QKeySequence.StandardKey.SaveAs, self._on_save_as)
+        file_menu.addSeparator()
+        self.action_import = self._action(file_menu, "&Import ARM Traces…", None, self._on_import)
         self.action_close = self._action(file_menu, "&Close Project", QKeySequence.StandardKey.Close, self.model.close)
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
@@ -194,6 +197,43 @@ class MainWindow(QMainWindow):
         self.settings.set_last_dir(path)
         self.model.save_as(path, overwrite=True)  # the dialog already asked before replacing
 
+    def _on_import(self) -> None:
+        if self.model.store is None:
+            return
+        paths = prompts.import_arm_paths(self, self.settings.last_dir())
+        if not paths:
+            return
+        self.settings.set_last_dir(paths[0])
+        outcome: dict[str, list] = {"done": [], "refused": []}
+
+        def job(store) -> Changes:
+            from workbench.core.arm_import import import_arm_file
+            from workbench.core.errors import InputError
+
+            changes = Changes()
+            for path in paths:  # each file on its own: a bad one does not stop the others
+                try:
+                    result = import_arm_file(store, path)
+                    outcome["done"].append(result)
+                    if not result.already_imported:
+                        changes = changes | Changes(frozenset({"runs", "rounds", "traces"}))
+                except InputError as exc:
+                    outcome["refused"].append(str(exc))
+            return changes
+
+        def report(_changes) -> None:
+            done, refused = outcome["done"], outcome["refused"]
+            new = [r for r in done if not r.already_imported]
+            text = f"Imported {len(new)} ARM run(s) with {sum(r.traces for r in new)} traces."
+            if len(done) > len(new):
+                text += f" {len(done) - len(new)} file(s) were already in the project."
+            if refused:
+                self.notices.add("warning", text + f" {len(refused)} file(s) refused.", "\n".join(refused))
+            else:
+                self.notices.add("info", text)
+
+        self.model.write("import ARM traces", job, report)
+
     def _fill_recent_menu(self) -> None:
         self.recent_menu.clear()
         recent = self.settings.recent_files()
@@ -268,6 +308,7 @@ class MainWindow(QMainWindow):
         has_project = self.model.store is not None
         busy = self.model.busy
         self.action_save_as.setEnabled(has_project and not busy)
+        self.action_import.setEnabled(has_project and not busy and not self.model.store.read_only)
         self.action_close.setEnabled(has_project and not busy)
         self.action_new.setEnabled(not busy)
         self.action_open.setEnabled(not busy)

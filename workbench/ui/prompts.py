@@ -29,3 +29,9 @@ def new_project_path(parent: QWidget, start_dir: str = "") -> Path | None:
 def save_as_path(parent: QWidget, start_dir: str = "") -> Path | None:
     path, _ = QFileDialog.getSaveFileName(parent, "Save project as", start_dir, PROJECT_FILTER)
     return with_suffix(path) if path else None
+
+
+def import_arm_paths(parent: QWidget, start_dir: str = "") -> list[Path]:
+    paths, _ = QFileDialog.getOpenFileNames(parent, "Import ARM traces", start_dir,
+                                            "ARM traces (*.json);;All files (*)")
+    return [Path(p) for p in paths]
