@@ -89,7 +89,7 @@ def test_field_names_follow_the_traces_table():
     properties = {n for n in dir(Trace) if isinstance(getattr(Trace, n), property)}
     # every trace column that describes trace content has a field or a read-only property
     content = columns - {"id", "run_id", "round_id", "round_no", "role", "agent_id", "attempt", "is_current",
-                         "source", "call_id", "simulated", "created_at"}
+                         "source", "call_id", "simulated", "created_at", "key_order"}
     missing = {c for c in content if c not in fields and c not in properties and not hasattr(Trace(), c)}
     assert missing == set()
     assert Trace().extra == {}  # extra_json: unknown upstream keys, verbatim
