@@ -168,8 +168,10 @@ def test_round_isolation_and_what_each_agent_sees():
     assert view["top_challenges"] == ["c1", "c2", "c3"] and view["self_check_status"] == "clean"
     g = d.calls["r2/gamma"].messages[1]["content"]
     assert "ALPHA R2 (compressed)" in g and "BETA R2 (compressed)" in g and "Yes, deploy." in g
-    assert "your own isolated prior" in g and "ALPHA R1" not in g
+    assert "your own isolated prior" in g and "ALPHA R1 (compressed)" in g  # the seed: all R1 traces
     assert "self_delta_vs_baseline = your confidence MINUS 0.75" in g
+    _, arm_only = go(gamma_context="arm")  # ARM's own code: no round-1 traces for gamma
+    assert "ALPHA R1" not in arm_only.calls["r2/gamma"].messages[1]["content"]
     assert "silent" not in {c.agent for k, c in d.calls.items() if c.round_no == 2}  # silent is not re-run
 
 

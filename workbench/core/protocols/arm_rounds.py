@@ -6,9 +6,10 @@
 2. Convergence analysis (a ``Note`` of kind "metrics"): Jaccard, TF-IDF (the schema's idf),
    directional unanimity, self_check divergence, shared-prior warning.
 3. Round 2, deliberation: alpha and beta see the compressed round-1 traces of alpha, beta and
-   gamma plus their own round-1 confidence. Gamma R2 sees compressed alpha R2, beta R2 and the
-   silent baseline (FORMAT.md §1; ``gamma_context="arm+r1"`` adds the compressed round-1 traces,
-   the seed's "gamma sees all round-1 traces"). The silent agent sees nothing and is not re-run.
+   gamma plus their own round-1 confidence. Gamma R2 sees all round-1 traces (compressed), as the
+   seed says, plus alpha R2, beta R2 and the silent baseline as in ARM's code (FORMAT.md §1);
+   ``gamma_context="arm"`` drops the round-1 traces to reproduce ARM's code exactly. The silent
+   agent sees nothing and is not re-run.
    If the silent baseline failed, gamma R2 is not dispatched (FAP abort placeholder).
 4. Gates. FAP, right after alpha/beta R2 (ARM v0.8's order): each of alpha/beta whose
    self-reported delta exceeds the threshold is re-dispatched with only the question and its own
@@ -68,7 +69,7 @@ class ArmRunConfig:
     silent_draw: str = "gamma"  # whose prompt the silent baseline answers
     silent_provider: str | None = None  # default: the provider of the silent draw (see rotate_silent_baseline)
     dispatch: str = "sequential"
-    gamma_context: str = "arm"
+    gamma_context: str = "arm+r1"  # the seed and our issue: gamma sees all round-1 traces
     fap_threshold: float = DRIFT_UP_THRESHOLD
     fap_requeue: bool = True
     fap_max_attempts: int = 2
