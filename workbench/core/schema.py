@@ -113,7 +113,8 @@ CREATE TABLE rounds (
 );
 -- One row per completed call, written in its own transaction the moment it completes.
 -- step_key names the logical call inside its run, so a resumed run issues only missing ones.
--- reply_text is the model's answer as the protocol read it; response_raw is the provider's body.
+-- reply_text is the model's answer as the protocol read it; response_raw is the provider's body;
+-- response_json keeps the reply's metadata (model, tokens, stop reason) as the protocol saw it.
 CREATE TABLE llm_calls (
     id INTEGER PRIMARY KEY,
     run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -124,7 +125,7 @@ CREATE TABLE llm_calls (
     model TEXT,
     purpose TEXT NOT NULL,
     sample_index INTEGER NOT NULL DEFAULT 0,
-    attempts INTEGER NOT NULL DEFAULT 1 CHECK (attempts >= 1),
+    attempts INTEGER NOT NULL DEFAULT 1 CHECK (attempts >= 0),  -- 0: nothing was sent (cache hit, no key)
     request_json TEXT NOT NULL,
     reply_text TEXT,
     response_raw TEXT,

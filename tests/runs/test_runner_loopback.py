@@ -1,0 +1,97 @@
+"""Every runner through real litellm calls to the loopback server: persisted call by call."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.support.fake_llm_server import FakeLLMServer, Reply
+from workbench.core.run_config import parse_run_config
+from workbench.core.store import Store
+from workbench.services.runner import Runner
+
+SECRET = "sk-loopback-SECRET-0123456789abcdef"
+
+
+def model_reply(request) -> str:
+    """A scripted model: artifacts on request, YES to artifacts about air, NO otherwise."""
+    user = request.messages[-1]["content"]
+    if "Answer in one or two short paragraphs" in user:
+        persona = request.messages[0]["content"]
+        return f"{persona} My answer: closing the centre improves air quality."
+    if "Response to evaluate" in user:
+        return '{"vote": "YES", "reason": "fair"}' if "air" in user else "NO"
+    return "I cannot answer that."
+
+
+@pytest.fixture
+def server():
+    with FakeLLMServer(default=Reply(text=model_reply)) as s:
+        yield s
+
+
+def rcp_config(server, **extra):
+    return parse_run_config({
+        "protocol": "rcp", "query": "Should the city close its downtown to private cars?", "seed": 7,
+        "dispatch": "concurrent",
+        "providers": {"local": {"model": "openai/fake-model", "api_base": server.base_url, "api_key_env": "LOOP_KEY",
+                                "max_concurrency": 4, "rpm": 6000, "timeout_s": 10, "max_retries": 2}},
+        "clusters": [{"name": "advocate", "agents": [{"id": "a1", "provider": "local", "persona": "Advocate one."},
+                                                     {"id": "a2", "provider": "local", "persona": "Advocate two."}]},
+                     {"name": "critic", "agents": [{"id": "c1", "provider": "local", "persona": "Critic one."},
+                                                   {"id": "c2", "provider": "local", "persona": "Critic two."}]}],
+        **extra})
+
+
+def test_rcp_run_through_litellm_records_every_call_and_vote(tmp_path, server, monkeypatch):
+    monkeypatch.setenv("LOOP_KEY", SECRET)
+    store = Store.create(tmp_path / "p.rwb")
+    try:
+        runner = Runner(store)
+        run_id = runner.create(rcp_config(server))
+        summary = runner.execute(run_id)
+        assert summary["status"] == "completed", summary
+        assert summary["calls"] == 4 + 4 * 3 and summary["failed_calls"] == 0
+        assert store.count("artifacts", "run_id = ?", (run_id,)) == 4
+        assert store.count("votes", "run_id = ? AND status = 'valid'", (run_id,)) == 12
+        tiers = {s["tier"] for s in summary["rounds"][0]["states"]}
+        assert tiers == {"positive_consensus"}
+        assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in server.chat_requests)
+        calls = store.rows("llm_calls", "run_id = ?", (run_id,))
+        assert {c["model"] for c in calls} == {"openai/fake-model"} and all(c["attempts"] == 1 for c in calls)
+        assert all(c["cost_usd"] is None and c["cost_source"] == "unknown" for c in calls)  # unmapped: unknown, not $0
+    finally:
+        store.close_connection()
+    assert SECRET.encode() not in (tmp_path / "p.rwb").read_bytes()
+
+
+def test_a_run_that_hits_a_dead_provider_fails_its_calls_cleanly(tmp_path, server, monkeypatch):
+    monkeypatch.setenv("LOOP_KEY", SECRET)
+    cfg = rcp_config(server)
+    cfg.providers["local"].api_base = "http://127.0.0.1:9/v1"  # nothing listens there
+    cfg.providers["local"].max_retries = 0
+    store = Store.create(tmp_path / "p.rwb")
+    try:
+        runner = Runner(store)
+        summary = runner.execute(runner.create(cfg))
+        assert summary["status"] == "completed"  # every generate failed: no artifact, nothing to vote on
+        assert summary["failed_calls"] == 4 and summary["calls"] == 4
+        errors = {r["error_kind"] for r in store.rows("llm_calls")}
+        assert errors == {"connection"}
+    finally:
+        store.close_connection()
+
+
+def test_a_missing_key_is_a_clear_failure_and_nothing_is_sent(tmp_path, server, monkeypatch):
+    monkeypatch.delenv("LOOP_KEY", raising=False)
+    store = Store.create(tmp_path / "p.rwb")
+    try:
+        runner = Runner(store)
+        summary = runner.execute(runner.create(rcp_config(server)))
+        rows = store.rows("llm_calls")
+        assert summary["failed_calls"] == 4 and {r["error_kind"] for r in rows} == {"missing_key"}
+        assert "LOOP_KEY" in rows[0]["error"] and server.chat_requests == []
+    finally:
+        store.close_connection()
