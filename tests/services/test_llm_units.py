@@ -33,17 +33,23 @@ def max_in_window(stamps: list[float], window: float) -> int:
 # -- scrub ---------------------------------------------------------------------------------------
 
 def test_scrub_replaces_every_occurrence_and_longest_first():
-    text = "key sk-abc123 and again sk-abc123; prefix sk-abc"
-    assert scrub(text, ["sk-abc", "sk-abc123"]) == "key [REDACTED] and again [REDACTED]; prefix [REDACTED]"
+    text = "key sk-abcdef123 and again sk-abcdef123; prefix sk-abcdef"
+    assert scrub(text, ["sk-abcdef", "sk-abcdef123"]) == "key [REDACTED] and again [REDACTED]; prefix [REDACTED]"
     assert scrub(text, []) == text
     assert scrub(None, ["x"]) is None
     assert scrub("", ["x"]) == ""
     assert scrub("nothing here", ["sk-abc", None, ""]) == "nothing here"
 
 
+def test_scrub_leaves_short_values_alone():
+    # A one-letter "key" must not turn every "ok" into "o[REDACTED]"; real keys are long.
+    assert scrub("status ok, key k", ["k"]) == "status ok, key k"
+    assert scrub("no-key here", ["no-key"]) == "no-key here"
+
+
 def test_scrub_value_walks_nested_structures():
-    value = {"a": ["Bearer sk-1234", ("sk-1234",)], "sk-1234": 3, "n": 5}
-    assert scrub_value(value, ["sk-1234"]) == {"a": ["Bearer [REDACTED]", ("[REDACTED]",)], "[REDACTED]": 3, "n": 5}
+    value = {"a": ["Bearer sk-12345678", ("sk-12345678",)], "sk-12345678": 3, "n": 5}
+    assert scrub_value(value, ["sk-12345678"]) == {"a": ["Bearer [REDACTED]", ("[REDACTED]",)], "[REDACTED]": 3, "n": 5}
 
 
 def test_secret_filter_scrubs_messages_args_and_tracebacks(caplog):

@@ -81,14 +81,19 @@ def ambient_secrets() -> set[str]:
     return {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= _AMBIENT_MIN_LEN}
 
 
+# Shorter "secrets" are not scrubbed: real keys are long, and replacing every "k" or "no-key" in a
+# reply (or in the word "ok") would wreck the record without protecting anything.
+MIN_SECRET_LENGTH = 8
+
+
 def scrub(text: str | None, secrets: Iterable[str | None]) -> str | None:
-    """``text`` with every occurrence of every non-empty secret replaced by ``[REDACTED]``.
+    """``text`` with every occurrence of every secret (8+ characters) replaced by ``[REDACTED]``.
 
     Longer secrets are replaced first, so a key that contains another is removed whole.
     """
     if not text:
         return text
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+    for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, REDACTED)
     return text
@@ -96,7 +101,7 @@ def scrub(text: str | None, secrets: Iterable[str | None]) -> str | None:
 
 def scrub_value(value: object, secrets: Iterable[str | None]) -> object:
     """:func:`scrub` applied to every string inside dicts, lists and tuples."""
-    secrets = [s for s in secrets if s]
+    secrets = [s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH]
     if not secrets:
         return value
     if isinstance(value, str):
