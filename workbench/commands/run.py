@@ -82,9 +82,13 @@ def _execute(store, runner_call, quiet: bool) -> int:
 
 
 def run_run(args: argparse.Namespace) -> int:
-    from workbench.core.run_config import load_run_config
+    from workbench.core.batch import is_batch
+    from workbench.core.run_config import parse_run_config, read_config_file
 
-    cfg = load_run_config(args.config)
+    data = read_config_file(args.config)
+    if is_batch(data):
+        return _run_batch(data, args)
+    cfg = parse_run_config(data)
     store = _open_or_create(args.project)
     try:
         from workbench.services.runner import Runner
@@ -94,6 +98,37 @@ def run_run(args: argparse.Namespace) -> int:
         return _execute(store, lambda runner: runner.execute(run_id), args.quiet)
     finally:
         store.close_connection()
+
+
+def _run_batch(data: dict, args: argparse.Namespace) -> int:
+    """Every run of the batch in turn; prints the batch id, each run id, then the batch summary."""
+    import os
+
+    from workbench.core.batch import expand_batch
+    from workbench.core.store import utc_now
+    from workbench.services.runner import Runner
+
+    spec, runs = expand_batch(data)
+    store = _open_or_create(args.project)
+    try:
+        batch_id = f"batch-{utc_now()[:19].replace(':', '').replace('-', '')}-{os.urandom(2).hex()}"
+        store.insert("batches", {"id": batch_id, "name": spec.name, "config_json": data, "created_at": utc_now()})
+        print(batch_id, flush=True)
+        creator = Runner(store)
+        ids = [creator.create(r.config, label=r.label, batch_id=batch_id, replicate=r.replicate) for r in runs]
+        summaries = []
+        for run_id in ids:
+            print(run_id, flush=True)
+            code = _execute(store, lambda runner, rid=run_id: runner.execute(rid), args.quiet)
+            summaries.append(store.get("runs", run_id)["summary_json"])
+            if code != 0 and store.get("runs", run_id)["status"] == "interrupted":
+                break  # cancelled or rate-limited: the rest of the batch waits for a resume
+    finally:
+        store.close_connection()
+    done = sum(s.get("status") == "completed" for s in summaries)
+    print(json.dumps({"batch_id": batch_id, "runs": len(ids), "completed": done,
+                      "status": "completed" if done == len(ids) else "interrupted"}))
+    return 0 if done == len(ids) else 1
 
 
 def run_resume(args: argparse.Namespace) -> int:

@@ -125,6 +125,11 @@ def parse_run_config(data: object) -> RunConfig:
 
 def load_run_config(path: Path | str) -> RunConfig:
     """Read a run configuration from a JSON or YAML file."""
+    return parse_run_config(read_config_file(path))
+
+
+def read_config_file(path: Path | str) -> object:
+    """The document in a JSON or YAML configuration file, not yet validated."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -142,7 +147,7 @@ def load_run_config(path: Path | str) -> RunConfig:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(path.name, f"not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    return parse_run_config(data)
+    return data
 
 
 def protocol_generator(cfg: RunConfig):
