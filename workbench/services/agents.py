@@ -84,7 +84,7 @@ class AgentRouter:
 
         personas = {}
         for agent in self.cfg.agents:
-            persona = SimPersona.model_validate(agent.params)
+            persona = SimPersona.from_params(agent.params, where=f"agents.{agent.id}")
             personas[agent.id] = persona
             if agent.role:  # ARM calls name the role, not the agent
                 personas.setdefault(agent.role, persona)

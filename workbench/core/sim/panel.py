@@ -1,0 +1,150 @@
+"""The simulated panel: answers an :class:`AgentCall` with the reply TEXT a model would return.
+
+``SimPanel(seed, personas).reply(call)`` routes the call by its purpose (and, for ballots, its
+reply schema) to the module that writes that protocol's replies, and wraps the text in a
+:class:`SimReply` whose meta says ``simulated: True`` and ``model: "sim"``. The text then goes
+through the protocol's own parser, exactly as a real model's reply would.
+
+Determinism: each reply draws from ``random.Random("<seed>/<key>/<agent>/<purpose>/<prompt hash>")``
+plus, for what must be stable across rounds, ``random.Random("<seed>/latent/<agent>/<scenario>")``.
+The same seed, call and persona give the same text. Echo agents (and ARM's FAP re-queue) also
+remember what they were told earlier in the run, as a real session does; use one panel per run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from workbench.core.errors import InputError
+from workbench.core.protocols.steps import AgentCall, AgentReply
+from workbench.core.sim import arm, arm_r2, cons, findings, rcp
+from workbench.core.sim.echo import EchoSimAgent
+from workbench.core.sim.persona import SIM_MODEL, SimError, SimPersona, SimReply
+from workbench.core.sim.scenarios import Scenario, ScenarioBank, default_bank
+from workbench.core.sim.text import Ask, count_words
+
+HUMAN_PURPOSES = frozenset({"hitl_decision"})
+HUMAN_AGENTS = frozenset({"conductor"})
+Handler = Callable[[Ask], tuple[str, dict]]
+
+
+def _trace(ask: Ask) -> tuple[str, dict]:
+    if ask.call.reply_schema == "arm_trace_gamma_r2":
+        return arm_r2.reconcile(ask)
+    if ask.call.reply_schema == "arm_trace_r2" or ask.call.key.startswith(("r2/", "fap/")):
+        return arm_r2.deliberate(ask)
+    return arm.round1(ask)
+
+
+ROUTES: dict[tuple[str, str | None], Handler] = {
+    ("generate", None): rcp.generate,
+    ("vote", None): rcp.vote,
+    ("ballot", "rcp_ballot"): rcp.ballot,
+    ("ballot", "cons_ballot"): cons.ballot,
+    ("finding_vote", None): findings.finding_vote,
+    ("trace", None): _trace,
+}
+ECHO_PURPOSES = frozenset({"turn", "verify"})
+KNOWN = sorted({p for p, _ in ROUTES} | ECHO_PURPOSES)
+
+
+class SimPanel:
+    """The built-in offline panel. ``personas`` maps agent ids to :class:`SimPersona` (or to the
+    parameter dicts a project stores); an agent not listed answers with ``default``. ARM's silent
+    baseline, unless listed as ``silent``, answers with the persona of its draw (gamma's)."""
+
+    def __init__(self, seed: int, personas: Mapping[str, SimPersona | dict[str, Any]] | None = None,
+                 scenarios: ScenarioBank | list[Scenario] | str | Path | None = None, *,
+                 default: SimPersona | dict[str, Any] | None = None, latency_ms: int = 0):
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise InputError("seed", f"must be a whole number, got {seed!r}")
+        if isinstance(latency_ms, bool) or not isinstance(latency_ms, int) or latency_ms < 0:
+            raise InputError("latency_ms", f"must be a whole number of milliseconds >= 0, got {latency_ms!r}")
+        self.seed = seed
+        self.personas = {str(a): SimPersona.from_params(p, f"personas.{a}") for a, p in (personas or {}).items()}
+        self.default = SimPersona.from_params(default, "default")
+        self.bank = _bank(scenarios)
+        self.latency_ms = latency_ms
+        self.memory: dict[Any, Any] = {}
+        self._echo: dict[str, EchoSimAgent] = {}
+
+    def persona_for(self, call: AgentCall) -> SimPersona:
+        if call.agent in self.personas:
+            return self.personas[call.agent]
+        if call.agent == "silent" and call.purpose == "trace":
+            system = next((m.get("content", "") for m in call.messages if m.get("role") == "system"), "")
+            draw = arm.silent_draw(system)
+            if draw in self.personas:
+                return self.personas[draw]
+        return self.default
+
+    def echo_agent(self, agent: str) -> EchoSimAgent:
+        """The agent's Echo context (created on first use); its ``history`` is the observer's
+        ground truth of which markers were in the window after each call."""
+        if agent not in self._echo:
+            persona = self.personas.get(agent, self.default)
+            self._echo[agent] = EchoSimAgent(agent, persona, self.bank, self.seed)
+        return self._echo[agent]
+
+    def reply(self, call: AgentCall) -> SimReply:
+        """The simulated reply to ``call``; :class:`SimError` when sim must not or cannot answer."""
+        if call.purpose in HUMAN_PURPOSES or call.agent in HUMAN_AGENTS:
+            raise SimError(f"call {call.key!r} ({call.purpose}) asks {call.agent!r} for a human decision; "
+                           "the simulated panel never answers for a human. Route it to a person "
+                           "(the GUI's manual agent or a decisions file).")
+        if call.purpose in ECHO_PURPOSES:
+            return self._echo_reply(call)
+        schema = call.reply_schema if call.purpose == "ballot" else None
+        handler = ROUTES.get((call.purpose, schema))
+        if handler is None:
+            what = f"purpose {call.purpose!r}" + (f" with reply schema {schema!r}" if schema else "")
+            raise SimError(f"the simulated panel cannot answer {what} (call {call.key!r}); it answers "
+                           f"{', '.join(KNOWN)} (ballots with reply schema rcp_ballot or cons_ballot)")
+        ask = Ask(call, self.persona_for(call), self.seed, self.bank, self.memory)
+        text, detail = handler(ask)
+        return SimReply(text, self._meta(call, text, detail))
+
+    def answer(self, call: AgentCall) -> AgentReply:
+        """``reply`` as the step protocol's :class:`AgentReply`, for drivers (``echo.drive``,
+        the runner). A call sim cannot answer becomes a failed reply that says why."""
+        try:
+            return self.reply(call).to_agent_reply(call.key)
+        except SimError as exc:
+            return AgentReply(call.key, None, error=str(exc), meta={"simulated": True, "model": SIM_MODEL,
+                                                                     "error_kind": "simulated_refusal"})
+
+    def _echo_reply(self, call: AgentCall) -> SimReply:
+        agent = self.echo_agent(call.agent)
+        got = agent.answer(call)
+        detail = {"events": got.meta.get("events", []), "scenario": agent.last_scenario}
+        for key in ("context_tokens", "error_kind"):
+            if key in got.meta:
+                detail[key] = got.meta[key]
+        return SimReply(got.text, self._meta(call, got.text, detail), error=got.error)
+
+    def _meta(self, call: AgentCall, text: str | None, detail: dict) -> dict[str, Any]:
+        prompt = sum(count_words(str(m.get("content", ""))) for m in call.messages)
+        completion = count_words(text)
+        meta = {"simulated": True, "model": SIM_MODEL, "prompt_tokens": prompt, "completion_tokens": completion,
+                "total_tokens": prompt + completion, "latency_ms": self.latency_ms}
+        if text is not None:
+            meta["finish_reason"] = "stop"
+        for key in ("events", "context_tokens", "error_kind"):
+            if key in detail:
+                meta[key] = detail.pop(key)
+        meta["sim"] = detail
+        return meta
+
+
+def _bank(scenarios: ScenarioBank | list[Scenario] | str | Path | None) -> ScenarioBank:
+    if scenarios is None:
+        return default_bank()
+    if isinstance(scenarios, ScenarioBank):
+        return scenarios
+    if isinstance(scenarios, (str, Path)):
+        return ScenarioBank.load(scenarios)
+    if isinstance(scenarios, list) and all(isinstance(s, Scenario) for s in scenarios):
+        return ScenarioBank(scenarios, default_bank().generic_template)
+    raise InputError("scenarios", "must be a ScenarioBank, a list of Scenario, a path to a bank, or None")
