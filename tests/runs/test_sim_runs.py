@@ -123,3 +123,19 @@ def test_a_batch_expands_and_rotates_the_silent_baseline(store):
     runner = Runner(store)
     ids = [runner.create(r.config, label=r.label, batch_id=None, replicate=r.replicate) for r in runs[:2]]
     assert all(runner.execute(i)["status"] == "completed" for i in ids)
+
+
+def test_replay_answers_from_the_stored_replies_and_calls_nothing(store, monkeypatch):
+    original, _ = run(store, sample("rcp-sim.json"))
+    from workbench.core import sim
+
+    def refuse(*_a, **_k):
+        raise AssertionError("a replay must not ask the simulated panel")
+
+    monkeypatch.setattr(sim.SimPanel, "reply", refuse)
+    replayed = Runner(store).replay(original)
+    row = store.get("runs", replayed)
+    assert row["status"] == "completed" and row["provenance_json"] == {"replay_of": original}
+    calls = store.rows("llm_calls", "run_id = ?", (replayed,))
+    assert calls and all(c["cached"] == 1 and c["attempts"] == 0 for c in calls)
+    assert content(store, replayed) == content(store, original)

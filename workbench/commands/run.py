@@ -21,6 +21,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run_resume)
 
+    p = sub.add_parser("replay", help="re-run a stored run from its stored replies, calling no model")
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--project", required=True, metavar="FILE")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.set_defaults(run=run_replay)
+
     p = sub.add_parser("runs", help="list the runs of a project with their status (JSON)")
     p.add_argument("--project", required=True, metavar="FILE")
     p.set_defaults(run=run_runs)
@@ -140,6 +146,21 @@ def run_resume(args: argparse.Namespace) -> int:
         mark_stale_runs(store)
         print(args.run_id, flush=True)
         return _execute(store, lambda runner: runner.execute(args.run_id), args.quiet)
+    finally:
+        store.close_connection()
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    from workbench.core.store import Store
+
+    store = Store.open(args.project)
+    try:
+        def replay(runner):
+            new_id = runner.replay(args.run_id)
+            print(new_id, flush=True)
+            return store.get("runs", new_id)["summary_json"]
+
+        return _execute(store, replay, args.quiet)
     finally:
         store.close_connection()
 

@@ -50,6 +50,8 @@ class RunConfig(BaseModel):
     providers: dict[str, ProviderConfig]
     clusters: list[ClusterSpec] = Field(min_length=1)
     label: str = ""
+    cache: bool = False  # reuse identical replies (off for sampling studies; the sample index is in the key)
+    echo: dict[str, Any] | None = None  # Resonance Echo around every agent (see echo_wrap)
     # RCP
     theta: float = 0.5
     tau: float = 0.6

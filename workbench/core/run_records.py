@@ -224,7 +224,8 @@ def _finish_arm(store: Store, tx: Transaction, run_id: str, run) -> dict:
                 tx.insert("traces", {"run_id": run_id, "round_no": round_no, "role": role, "agent_id": role,
                                      "created_at": utc_now(), **columns})
     rest = {k: v for k, v in upstream.items() if k not in ("r1", "r2")}
-    tx.update("runs", run_id, {"provenance_json": {"schema_version": run.generation, "key_order": list(upstream),
+    earlier = store.get("runs", run_id)["provenance_json"] or {}
+    tx.update("runs", run_id, {"provenance_json": {**earlier, "schema_version": run.generation, "key_order": list(upstream),
                                                    "round_keys": {r: list(upstream.get(r) or {}) for r in ("r1", "r2")},
                                                    "upstream": rest}})
     return metrics_report(upstream)

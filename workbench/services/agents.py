@@ -107,9 +107,10 @@ class AgentRouter:
     def _call_model(self, call: AgentCall, name: str, cancel: threading.Event) -> CallRecord:
         with self._lock:
             if self._gateway is None:
-                from workbench.services.llm import Gateway
+                from workbench.services.llm import Gateway, ResponseCache
 
-                self._gateway = Gateway(self.cfg.providers, seed=self.cfg.seed)
+                cache = ResponseCache() if self.cfg.cache else None
+                self._gateway = Gateway(self.cfg.providers, seed=self.cfg.seed, cache=cache)
         result = self._gateway.call(name, list(call.messages), max_tokens=call.meta.get("max_tokens"),
                                     sample_index=int(call.meta.get("sample_index", 0)), cancel=cancel)
         return CallRecord(call, result.agent_reply(call.key), name, False, result.to_dict())

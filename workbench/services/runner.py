@@ -74,6 +74,8 @@ def new_run_id(protocol: str) -> str:
 
 
 class Runner:
+    _replay_from: str | None = None
+
     def __init__(self, store: Store, *, gateway=None, manual: ManualAgents | None = None,
                  on_progress: Callable[[RunProgress], None] | None = None,
                  cancel: threading.Event | None = None, max_workers: int = 16):
@@ -96,6 +98,21 @@ class Runner:
         })
         return run_id
 
+    def replay(self, source_run_id: str) -> str:
+        """A new run with the same configuration, answered from ``source_run_id``'s stored replies
+        (no model is called): re-derives every record, e.g. after a protocol fix."""
+        source = self.store.get("runs", source_run_id)
+        if source is None:
+            raise WorkbenchError(f"There is no run {source_run_id!r} in this project.")
+        run_id = self.create(parse_run_config(source["config_json"]), label=f"replay of {source_run_id}")
+        self.store.update("runs", run_id, {"provenance_json": {"replay_of": source_run_id}})
+        self._replay_from = source_run_id
+        try:
+            self.execute(run_id)
+        finally:
+            self._replay_from = None
+        return run_id
+
     def execute(self, run_id: str) -> dict:
         """Run (or resume) a run to its end, or to a resumable stop. Returns its summary."""
         store = self.store
@@ -111,8 +128,10 @@ class Runner:
         self._run_id, self._cfg = run_id, cfg
         self._done = _completed_calls(store, run_id)
         self._resumed = len(self._done)
+        self._replay = _completed_calls(store, self._replay_from) if self._replay_from else {}
         self._count = {"done": 0, "failed": 0, "known": 0}
         self._started = time.perf_counter()
+        self._echo_sessions: dict[str, dict] = {}
         router = AgentRouter(cfg, gateway=self.gateway, manual=self.manual)
         status, error, summary = "completed", None, {}
         try:
@@ -127,6 +146,8 @@ class Runner:
         except Exception as exc:  # a bug or an unexpected provider failure: recorded, not lost
             status, error = "failed", f"{type(exc).__name__}: {exc}"
         duration = time.perf_counter() - self._started
+        if self._echo_sessions:  # the checklist's session-end items read it from here
+            summary["echo"] = self._echo_sessions
         summary = {**summary, **self._counts(run_id), "run_id": run_id, "status": status,
                    "duration_s": round(duration, 3), "resumed_calls": self._resumed}
         store.update("runs", run_id, {"status": status, "error": error, "summary_json": summary,
@@ -176,6 +197,12 @@ class Runner:
                 pause.append("waiting for a human decision")
             self._progress(batch.label)
 
+        for call in [c for c in todo if c.key in self._replay]:  # a replay answers from the stored run
+            todo.remove(call)
+            stored = self._replay[call.key]
+            finished(CallRecord(call, stored, stored.meta.get("provider") or "replay", self._cfg.simulated, {
+                "model": stored.meta.get("model"), "status": "ok", "cached": 1, "attempts": 0, "cost_usd": 0.0,
+                "cost_source": f"replay of {self._replay_from}"}))
         if self._cfg.dispatch == "sequential" or len(todo) <= 1:
             for call in todo:
                 if self.cancel.is_set():
@@ -199,6 +226,12 @@ class Runner:
         return replies
 
     def _note(self, note: Note) -> None:
+        if note.kind.startswith("echo."):  # Resonance Echo records: anchors, checks, restorations
+            from workbench.core.echo_records import persist_note
+
+            persist_note(self.store, note)
+            if note.kind == "echo.session_end":
+                self._echo_sessions[note.data.get("agent", "?")] = note.data
         self.on_progress(RunProgress(self._run_id, note.kind, self._count["done"], self._count["known"],
                                      self._count["failed"], None, note.message))
 
