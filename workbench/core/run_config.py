@@ -152,8 +152,18 @@ def read_config_file(path: Path | str) -> object:
     return data
 
 
-def protocol_generator(cfg: RunConfig):
-    """The protocol's step generator for this configuration."""
+def protocol_generator(cfg: RunConfig, *, run_id: str | None = None, issue_marker=None):
+    """The protocol's step generator for this configuration, wrapped in Resonance Echo when the
+    configuration asks for it (``issue_marker(key) -> Marker`` gives each agent its markers)."""
+    gen = _protocol_generator(cfg)
+    if cfg.echo is not None:
+        from workbench.core.protocols.echo_wrap import with_echo
+
+        gen = with_echo(gen, cfg, run_id=run_id, issue_marker=issue_marker)
+    return gen
+
+
+def _protocol_generator(cfg: RunConfig):
     if cfg.protocol == "rcp":
         from workbench.core.protocols.rcp_run import RcpAgent, RcpRunConfig, run_rcp
 

@@ -337,10 +337,15 @@ CREATE TABLE cons_escalations (
     resolved_at TEXT
 );
 -- Every marker ever issued in this project, so none is reused.
+-- run_id and issue_key say which run asked for a marker and why ("echo/a1/session"), so a
+-- resumed run gets back the marker it was given instead of drawing a new one.
 CREATE TABLE echo_markers (
     hex TEXT PRIMARY KEY CHECK (length(hex) = 6),
     marker TEXT NOT NULL UNIQUE,
-    issued_at TEXT NOT NULL
+    issued_at TEXT NOT NULL,
+    run_id TEXT REFERENCES runs(id) ON DELETE SET NULL,
+    issue_key TEXT,
+    UNIQUE (run_id, issue_key)
 );
 CREATE TABLE echo_anchors (
     id INTEGER PRIMARY KEY,

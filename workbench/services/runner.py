@@ -137,7 +137,8 @@ class Runner:
         try:
             with store.write() as tx:
                 prepare_run(tx, run_id, cfg)
-            result = self._drive(protocol_generator(cfg), router)
+            result = self._drive(protocol_generator(cfg, run_id=run_id, issue_marker=self._marker_issuer(run_id, cfg)),
+                                 router)
             summary = finish_run(store, run_id, cfg, result)
         except _Stop as stop:
             status, error = "interrupted", str(stop)
@@ -224,6 +225,17 @@ class Runner:
             missing = len(batch.calls) - len([k for k in replies if replies[k].ok])
             raise _Stop(f"{pause[0]}; {missing} call(s) of this step can be resumed")
         return replies
+
+    def _marker_issuer(self, run_id: str, cfg: RunConfig):
+        """Markers for Echo: unique in the project, and the same ones again when the run resumes."""
+        if cfg.echo is None:
+            return None
+        import random
+
+        from workbench.core.echo_records import issue_marker_for
+
+        rng = random.Random(f"{cfg.seed}/echo-markers/{run_id}")
+        return lambda key: issue_marker_for(self.store, run_id, key, rng=rng)
 
     def _note(self, note: Note) -> None:
         if note.kind.startswith("echo."):  # Resonance Echo records: anchors, checks, restorations
