@@ -95,3 +95,31 @@ def test_a_missing_key_is_a_clear_failure_and_nothing_is_sent(tmp_path, server, 
         assert "LOOP_KEY" in rows[0]["error"] and server.chat_requests == []
     finally:
         store.close_connection()
+
+
+def test_an_arm_reply_cut_off_at_the_token_limit_is_recorded_as_truncated(tmp_path, server, monkeypatch):
+    monkeypatch.setenv("LOOP_KEY", SECRET)
+    trace = {"claim": "Yes, with safeguards.", "verdict": "yes", "confidence": 0.7, "reasoning_frame": "independent",
+             "decision_basis": "hybrid", "assumptions": ["a"], "critical_path": ["p"], "discarded_paths": [],
+             "challenge_surface": ["c"], "flags": [], "self_check": {"status": "clean", "notes": ""}}
+    server.default = Reply(text=json.dumps(trace))
+    server.rule = lambda r: (Reply(text='{"claim": "Yes, but the', finish_reason="length")
+                             if "ALPHA R1 (compressed)" in r.messages[-1]["content"] and "Reconcil" in r.messages[0]["content"]
+                             else None)
+    cfg = parse_run_config({
+        "protocol": "arm", "query": "Should the agent refuse?", "seed": 1, "dispatch": "sequential",
+        "providers": {"local": {"model": "openai/fake-model", "api_base": server.base_url, "api_key_env": "LOOP_KEY"}},
+        "clusters": [{"name": "arm", "agents": [{"id": r, "provider": "local", "role": r}
+                                                 for r in ("alpha", "beta", "gamma", "silent")]}]})
+    store = Store.create(tmp_path / "p.rwb")
+    try:
+        runner = Runner(store)
+        run_id = runner.create(cfg)
+        assert runner.execute(run_id)["status"] == "completed"
+        gamma = store.rows("traces", "run_id = ? AND round_no = 2 AND role = 'gamma'", (run_id,))[0]
+        assert gamma["ok"] == 0 and gamma["stop_reason"] == "length"
+        assert "truncation_detected" in gamma["flags_json"]
+        calls = store.rows("llm_calls", "run_id = ? AND step_key = 'r2/gamma'", (run_id,))
+        assert calls[0]["status"] == "invalid"  # kept with its raw text, never coerced
+    finally:
+        store.close_connection()

@@ -56,6 +56,7 @@ class Reply:
     error_message: str = "injected failure"
     headers: dict[str, str] = field(default_factory=dict)
     model: str | None = None  # the model named in the reply; the request's when None
+    finish_reason: str = "stop"  # "length": the reply was cut off at the token limit
 
 
 @dataclass
@@ -168,7 +169,7 @@ class _Handler(BaseHTTPRequestHandler):
         payload = {
             "id": cid, "object": "chat.completion", "created": int(time.time()), "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": "stop"}],
+                         "finish_reason": reply.finish_reason}],
             "usage": usage,
         }
         self._send_json(200, payload, extra)

@@ -360,6 +360,7 @@ class _Call:
         base = {"http_status": wire.status or 200, "latency_ms": latency, "response_raw": raw}
         try:
             text = response.choices[0].message.content
+            finish_reason = getattr(response.choices[0], "finish_reason", None)
         except (AttributeError, IndexError, TypeError):
             return {**base, "status": "error", "error_kind": "bad_response",
                     "error": "the response holds no message (no choices)"}
@@ -370,7 +371,8 @@ class _Call:
         cost, source = _cost(litellm, response, self.model)
         return {**base, "status": "ok", "fields": {
             "text": text if text is not None else "", "response_raw": raw, "http_status": base["http_status"],
-            "latency_ms": latency, "cost_usd": cost, "cost_source": source, **tokens}}
+            "latency_ms": latency, "cost_usd": cost, "cost_source": source,
+            "finish_reason": finish_reason if isinstance(finish_reason, str) else None, **tokens}}
 
 
 def _text(value: Any) -> str | None:

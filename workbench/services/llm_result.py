@@ -46,6 +46,7 @@ class CallResult:
     request: dict[str, Any] = field(default_factory=dict)
     response_raw: str | None = None
     http_status: int | None = None
+    finish_reason: str | None = None  # the provider's stop reason ("stop", "length"...): "length" is a cut-off reply
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     total_tokens: int | None = None
@@ -72,6 +73,7 @@ class CallResult:
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens, "cost_usd": self.cost_usd, "cost_source": self.cost_source,
             "latency_ms": self.latency_ms, "queued_ms": self.queued_ms, "cached": self.cached,
+            "finish_reason": self.finish_reason,
             "started_at": self.started_at, "finished_at": self.finished_at,
         }
 
