@@ -93,5 +93,17 @@ def test_cli_classify_and_project_commands_load_no_qt_and_no_litellm(tmp_path):
         f"    assert main(['classify', 'rcp', {str(rcp)!r}]) == 0\n"
         f"    assert main(['new', {str(project)!r}]) == 0\n"
         f"    assert main(['info', {str(project)!r}]) == 0\n"
+        f"    assert main(['echo', 'marker']) == 0\n"
+    )
+    assert loaded_heavy_modules(code) == []
+
+
+def test_a_simulated_run_from_the_cli_loads_no_qt_and_no_litellm(tmp_path):
+    sample = REPO / "sample_runs" / "rcp-sim.json"
+    code = (
+        "import contextlib, io\n"
+        "from workbench.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['run', {str(sample)!r}, '--project', {str(tmp_path / 'p.rwb')!r}, '--quiet']) == 0\n"
     )
     assert loaded_heavy_modules(code) == []
