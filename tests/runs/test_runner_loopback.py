@@ -123,3 +123,64 @@ def test_an_arm_reply_cut_off_at_the_token_limit_is_recorded_as_truncated(tmp_pa
         assert calls[0]["status"] == "invalid"  # kept with its raw text, never coerced
     finally:
         store.close_connection()
+
+
+def loopback_provider(server) -> dict:
+    return {"local": {"model": "openai/fake-model", "api_base": server.base_url, "api_key_env": "LOOP_KEY",
+                      "max_concurrency": 4, "timeout_s": 10, "max_retries": 1}}
+
+
+def test_findings_run_through_litellm(tmp_path, server, monkeypatch):
+    monkeypatch.setenv("LOOP_KEY", SECRET)
+    votes = {"Scout": ("confirm", 0.85), "Auditor": ("challenge", 0.65), "Dev": ("confirm", 0.95)}
+
+    def reply(request):
+        role = next(r for r in votes if f"the {r}" in request.messages[0]["content"])
+        vote_type, confidence = votes[role]
+        return json.dumps({"vote_type": vote_type, "confidence": confidence, "reason": "checked"})
+
+    server.default = Reply(text=reply)
+    cfg = parse_run_config({
+        "protocol": "findings", "seed": 1, "providers": loopback_provider(server),
+        "findings": [{"id": "f1", "claim": "Commit e8f2a91 implements OAuth2 login."}],
+        "clusters": [{"name": "crew", "agents": [{"id": r.lower(), "provider": "local", "role": r.lower()}
+                                                  for r in votes]}]})
+    store = Store.create(tmp_path / "p.rwb")
+    try:
+        runner = Runner(store)
+        summary = runner.execute(runner.create(cfg))
+        [f1] = summary["findings"]
+        assert abs(f1["consensus_score"] - 1.15 / 3) < 1e-12 and f1["status"] == "challenged"
+        assert store.count("finding_votes", "status = 'valid' AND client = 'run'") == 3
+    finally:
+        store.close_connection()
+
+
+def test_cons_run_through_litellm_with_an_invalid_ballot_kept(tmp_path, server, monkeypatch):
+    monkeypatch.setenv("LOOP_KEY", SECRET)
+
+    def reply(request):
+        agent = request.messages[0]["content"]
+        if agent == "Voter 5.":
+            return "I accept the single file."  # not the JSON asked for: kept as invalid, never coerced
+        return json.dumps({"option": "single file", "vote": "accept", "confidence": 0.9,
+                           "rationale": f"{agent} prefers atomic writes",
+                           "evidence": [{"type": "code", "file": "map.py", "section": "write"}]})
+
+    server.default = Reply(text=reply)
+    cfg = parse_run_config({
+        "protocol": "cons", "query": "Single file or split?", "options": ["single file", "split"], "seed": 1,
+        "providers": loopback_provider(server),
+        "clusters": [{"name": "r", "agents": [{"id": f"v{i}", "provider": "local", "persona": f"Voter {i}."}
+                                              for i in range(1, 6)]}]})
+    store = Store.create(tmp_path / "p.rwb")
+    try:
+        runner = Runner(store)
+        run_id = runner.create(cfg)
+        summary = runner.execute(run_id)
+        assert summary["status"] == "completed" and summary["cons"]["verdict"] == "PROVEN"
+        invalid = store.rows("cons_ballots", "status = 'invalid'")
+        assert len(invalid) == 1 and invalid[0]["raw"] == "I accept the single file."
+        assert store.count("llm_calls", "run_id = ? AND status = 'invalid'", (run_id,)) == 1
+    finally:
+        store.close_connection()

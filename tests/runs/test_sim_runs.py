@@ -139,3 +139,14 @@ def test_replay_answers_from_the_stored_replies_and_calls_nothing(store, monkeyp
     calls = store.rows("llm_calls", "run_id = ?", (replayed,))
     assert calls and all(c["cached"] == 1 and c["attempts"] == 0 for c in calls)
     assert content(store, replayed) == content(store, original)
+
+
+def test_findings_can_come_from_another_runs_artifacts(store):
+    rcp_id, summary = run(store, sample("rcp-sim.json"))
+    consensus = [s["artifact"] for s in summary["rounds"][0]["states"] if s["tier"] == "positive_consensus"]
+    data = {**sample("findings-sim.json"), "findings": [], "findings_from_run": rcp_id,
+            "findings_tiers": ["positive_consensus"]}
+    run_id, result = run(store, data)
+    assert result["status"] == "completed"
+    assert sorted(f["id"] for f in result["findings"]) == sorted(f"{rcp_id}:{k}" for k in consensus)
+    assert store.count("finding_votes", "run_id = ?", (run_id,)) == 3 * len(consensus)

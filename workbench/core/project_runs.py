@@ -41,3 +41,22 @@ def run_config_from_project(store: Store, config_id: int, **overrides) -> RunCon
         if "key_env" in provider:
             provider["api_key_env"] = provider.pop("key_env")
     return parse_run_config(document)
+
+
+def findings_from_run(store: Store, run_id: str, tiers: list[str] | None = None) -> list[dict]:
+    """Findings made from another run's artifacts (for an RCP run, optionally only some tiers)."""
+    source = store.get("runs", run_id)
+    if source is None:
+        raise InputError("findings_from_run", f"no run {run_id!r} in this project")
+    tier_of = {s["artifact"]: s["tier"] for rnd in (source["summary_json"] or {}).get("rounds", [])
+               for s in rnd.get("states", [])}
+    findings = []
+    for a in store.rows("artifacts", "run_id = ?", (run_id,), order_by="id"):
+        if tiers and tier_of.get(a["key"]) not in tiers:
+            continue
+        findings.append({"id": f"{run_id}:{a['key']}", "claim": a["content"],
+                         "context": {"run": run_id, "artifact": a["key"], "author": a["author_agent"],
+                                     "tier": tier_of.get(a["key"])}})
+    if not findings:
+        raise InputError("findings_from_run", f"run {run_id} has no artifacts{' in those tiers' if tiers else ''}")
+    return findings

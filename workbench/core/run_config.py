@@ -61,6 +61,8 @@ class RunConfig(BaseModel):
     refinement_rounds: int = Field(0, ge=0, le=5)
     # Consensus Server findings
     findings: list[dict[str, Any]] = Field(default_factory=list)
+    findings_from_run: str | None = None  # take the findings from another run's artifacts
+    findings_tiers: list[str] = Field(default_factory=list)  # of an RCP run: only these tiers (empty: all)
     threshold: float = 0.6
     # CONS
     question_id: str = "CONS-001"
@@ -93,8 +95,8 @@ class RunConfig(BaseModel):
                                      f"(providers: {', '.join(sorted(self.providers)) or 'none'})")
         if self.protocol in ("rcp", "arm", "cons") and not self.query.strip():
             raise ValueError("query: required for this protocol")
-        if self.protocol == "findings" and not self.findings:
-            raise ValueError("findings: at least one finding is required")
+        if self.protocol == "findings" and not self.findings and not self.findings_from_run:
+            raise ValueError("findings: at least one finding is required (or findings_from_run)")
         if self.protocol == "cons" and len(self.options) < 1:
             raise ValueError("options: at least one option is required")
         return self

@@ -89,6 +89,11 @@ class Runner:
     # ----- creating and running --------------------------------------------------------------
     def create(self, cfg: RunConfig, *, label: str = "", batch_id: str | None = None,
                replicate: int | None = None) -> str:
+        if cfg.protocol == "findings" and cfg.findings_from_run and not cfg.findings:
+            from workbench.core.project_runs import findings_from_run
+
+            cfg = cfg.model_copy(update={"findings": findings_from_run(self.store, cfg.findings_from_run,
+                                                                      cfg.findings_tiers)})
         run_id = new_run_id(cfg.protocol)
         self.store.insert("runs", {
             "id": run_id, "protocol": cfg.protocol, "label": label or cfg.label or cfg.query[:60],

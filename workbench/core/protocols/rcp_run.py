@@ -19,6 +19,8 @@ import re
 from collections.abc import Generator
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
 from workbench.core.protocols import rcp
 from workbench.core.protocols.steps import AgentCall, AgentReply, Batch, Note
 
@@ -79,6 +81,27 @@ def presentation_order(seed: int, round_index: int, voter: str, keys: list[str])
     return order
 
 
+class VoteReply(BaseModel):
+    """The structured vote the prompt asks for; anything else in the object is ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+    vote: str
+    reason: str = ""
+
+    @field_validator("vote", mode="before")
+    @classmethod
+    def _yes_or_no(cls, value: object) -> str:
+        text = str(value).strip().upper() if value is not None else ""
+        if text not in ("YES", "NO"):
+            raise ValueError(f"'vote' must be YES or NO, got {text or 'nothing'!r}")
+        return text
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _text(cls, value: object) -> str:
+        return "" if value is None else str(value)
+
+
 def parse_vote(text: str | None) -> ParsedVote:
     """The structured JSON vote, or a reply that starts with YES or NO (the paper's §10.1)."""
     if text is None:
@@ -90,10 +113,11 @@ def parse_vote(text: str | None) -> ParsedVote:
             data = json.loads(body)
         except json.JSONDecodeError as exc:
             return ParsedVote(None, "invalid", f"reply is not valid JSON: {exc.msg}")
-        raw = str(data.get("vote", "")).strip().upper() if isinstance(data, dict) else ""
-        if raw in ("YES", "NO"):
-            return ParsedVote(1 if raw == "YES" else 0, "valid", str(data.get("reason", "")))
-        return ParsedVote(None, "invalid", f"'vote' must be YES or NO, got {raw or 'nothing'!r}")
+        try:
+            reply = VoteReply.model_validate(data)
+        except ValidationError as exc:
+            return ParsedVote(None, "invalid", exc.errors()[0]["msg"].removeprefix("Value error, "))
+        return ParsedVote(1 if reply.vote == "YES" else 0, "valid", reply.reason)
     match = re.match(r"^\W*(yes|no)\b", stripped, re.IGNORECASE)
     if match:
         return ParsedVote(1 if match.group(1).lower() == "yes" else 0, "valid", stripped[match.end():].strip())
