@@ -11,10 +11,13 @@ from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QMenu, QProgres
 
 from workbench.core.changes import Changes
 from workbench.core.store import Store
+from workbench.services.manual_agents import QtManualAgents
 from workbench.services.project_model import ProjectModel
+from workbench.services.run_service import RunService
 from workbench.ui import prompts
 from workbench.ui.panels import ALL_PANELS
 from workbench.ui.panels.base import Panel
+from workbench.ui.panels.live_run_panel import progress_text
 from workbench.ui.settings import AppSettings
 from workbench.ui.widgets.notices import NoticeArea
 
@@ -39,6 +42,10 @@ class MainWindow(QMainWindow):
         placeholder.hide()
         self.setCentralWidget(placeholder)
 
+        # Live runs: owned by the window, shut down before the model when it closes.
+        self.manual_agents = QtManualAgents(self)
+        self.runs = RunService(model, self.manual_agents, self)
+
         self.panels: dict[str, Panel] = {}
         self.docks: dict[str, QDockWidget] = {}
         for panel_class in ALL_PANELS:
@@ -49,6 +56,8 @@ class MainWindow(QMainWindow):
             dock.setWidget(panel)
             self.panels[panel_class.OBJECT_NAME] = panel
             self.docks[panel_class.OBJECT_NAME] = dock
+
+        self.panels["liveRunPanel"].attach(self.runs, self.manual_agents)  # type: ignore[attr-defined]
 
         self._build_notices()
         self._build_menus()
@@ -115,13 +124,21 @@ class MainWindow(QMainWindow):
         self.progress.setMaximumWidth(220)
         self.progress.setTextVisible(True)
         self.cancel_button = QPushButton("Cancel", self)
-        self.cancel_button.clicked.connect(self.model.workers.cancel_all)
+        self.cancel_button.setToolTip("Cancel the run in progress (it stays resumable)")
+        self.cancel_button.clicked.connect(self._on_cancel_clicked)
         bar.addWidget(self.project_label, 1)
         bar.addPermanentWidget(self.provider_label)
         bar.addPermanentWidget(self.progress)
         bar.addPermanentWidget(self.cancel_button)
         self.progress.hide()
         self.cancel_button.hide()
+        self.runs.running_changed.connect(self._on_run_running_changed)
+        self.runs.progressed.connect(self._on_run_progressed)
+        self.runs.finished.connect(self._on_run_finished)
+        self.runs.failed.connect(self._on_run_failed)
+        self.manual_agents.asked.connect(self._on_manual_asked)
+        self.manual_agents.answered.connect(self._on_manual_settled)
+        self.manual_agents.withdrawn.connect(self._on_manual_settled)
 
     def _default_layout(self) -> None:
         d = self.docks
@@ -276,10 +293,59 @@ class MainWindow(QMainWindow):
         self.notices.add("error", message, details)
 
     def _on_busy_changed(self, busy: bool) -> None:
+        if self.runs.running:  # the bar shows the run's progress until it ends
+            self._update_actions()
+            return
         self.progress.setVisible(busy)
         self.progress.setRange(0, 0)  # indeterminate until runs report real progress
         self.progress.setFormat("Working…")
         self._update_actions()
+
+    # ----- runs ------------------------------------------------------------------------------
+    def _on_cancel_clicked(self) -> None:
+        self.runs.cancel()
+        self.model.workers.cancel_all()
+
+    def _on_run_running_changed(self, running: bool) -> None:
+        self.cancel_button.setVisible(running)
+        self.progress.setVisible(running or self.model.busy)
+        self.progress.setRange(0, 0)
+        self.progress.setFormat("Starting run…" if running else "Working…")
+
+    def _on_run_progressed(self, progress) -> None:
+        if not self.manual_agents.pending():
+            self.progress.setRange(0, max(progress.total, 1))
+            self.progress.setValue(progress.done)
+            self.progress.setFormat(progress_text(progress))
+
+    def _on_manual_asked(self, _call) -> None:
+        self.progress.setFormat("Waiting for you")
+        dock = self.docks["liveRunPanel"]
+        dock.show()
+        dock.raise_()
+        if not dock.isFloating() and dock.height() < 420:  # room to read the prompt and answer
+            self.resizeDocks([dock], [420], Qt.Orientation.Vertical)
+
+    def _on_manual_settled(self, _key: str) -> None:
+        if self.runs.last_progress is not None and not self.manual_agents.pending():
+            self.progress.setFormat(progress_text(self.runs.last_progress))
+
+    def _on_run_finished(self, summary: dict) -> None:
+        run_id, status = summary.get("run_id", "?"), summary.get("status")
+        counts = (f"{summary.get('calls', 0)} call(s), {summary.get('failed_calls', 0)} failed, "
+                  f"{summary.get('invalid_calls', 0)} invalid")
+        store = self.model.store  # closed when the run stopped because the project was closed
+        error = ((store.get("runs", run_id) or {}).get("error") if store is not None else None) or ""
+        if status == "completed":
+            self.notices.add("info", f"Run {run_id} completed: {counts}.")
+        elif status == "interrupted":
+            self.notices.add("warning", f"Run {run_id} was interrupted ({error or 'stopped'}): {counts}. "
+                                        "Select it in Live Run and Resume to finish it.")
+        else:
+            self.notices.add("error", f"Run {run_id} failed: {counts}.", error)
+
+    def _on_run_failed(self, message: str, details: str) -> None:
+        self.notices.add("error" if details or not self.runs.running else "warning", message, details)
 
     # ----- display ---------------------------------------------------------------------------
     def _update_title(self) -> None:
@@ -317,5 +383,6 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt API)
         if self.persist_layout:
             self.settings.save_window_state(self.saveGeometry(), self.saveState(LAYOUT_VERSION))
+        self.runs.shutdown()  # cancel and wait for a run first: it writes to the model's file
         self.model.shutdown()
         super().closeEvent(event)

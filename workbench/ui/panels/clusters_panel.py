@@ -1,4 +1,7 @@
-"""Clusters & Agents: the adversarial clusters of the panel and the agents in each."""
+"""Clusters & Agents: the adversarial clusters of the panel and the agents in each.
+
+Selecting an agent shows its simulated persona in a :class:`PersonaEditor` below the tables.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from PySide6.QtWidgets import QSplitter, QWidget
 
 from workbench.services.project_model import ProjectModel
 from workbench.ui.panels.base import Panel
+from workbench.ui.widgets.persona_editor import PersonaEditor
 from workbench.ui.widgets.record_table import RecordTable
 
 CLUSTER_COLUMNS = (("name", "Cluster"), ("reference", "Reference"), ("theta", "θ"),
@@ -25,11 +29,19 @@ class ClustersPanel(Panel):
         super().__init__(model, parent)
         self.clusters = RecordTable(CLUSTER_COLUMNS, "Filter clusters…", self)
         self.agents = RecordTable(AGENT_COLUMNS, "Filter agents…", self)
+        self.persona = PersonaEditor(model, self)
+        self.agents.view.selectionModel().selectionChanged.connect(self._on_agent_selected)
+        self._providers: dict[str, dict] = {}
         split = QSplitter(Qt.Orientation.Vertical, self)
         split.addWidget(self.clusters)
         split.addWidget(self.agents)
+        split.addWidget(self.persona)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 2)
+        split.setStretchFactor(2, 3)
         self._layout.addWidget(split, 1)
         self._content = split
+        self._agent_rows: list[dict] = []
         split.hide()
 
     def refresh(self) -> None:
@@ -38,6 +50,7 @@ class ClustersPanel(Panel):
         clusters = store.rows("clusters", order_by="position, id")
         names = {c["id"]: c["name"] for c in clusters}
         agents = store.rows("agents", order_by="cluster_id, position, id")
+        self._providers = {p["name"]: p for p in store.rows("providers")}
         per_cluster: dict[object, int] = {}
         for a in agents:
             per_cluster[a["cluster_id"]] = per_cluster.get(a["cluster_id"], 0) + 1
@@ -47,16 +60,52 @@ class ClustersPanel(Panel):
              "agents": per_cluster.get(c["id"], 0)}
             for c in clusters
         ])
-        self.agents.set_rows([
-            {**a, "cluster": names.get(a["cluster_id"], "—"), "persona": _first_line(a["persona"])}
-            for a in agents
-        ])
+        rows = [{**a, "cluster": names.get(a["cluster_id"], "—"), "persona": _first_line(a["persona"])}
+                for a in agents]
+        if rows != self._agent_rows:  # an unchanged table keeps its selection and scroll position
+            self._agent_rows = rows
+            keep = self.persona.agent_id
+            self.agents.set_rows(rows)
+            if keep is not None:
+                self.select_agent(keep)
+        self._reload_persona()
         self._content.show()
 
     def clear(self) -> None:
         self._content.hide()
+        self._agent_rows = []
         self.clusters.set_rows([])
         self.agents.set_rows([])
+        self.persona.load(None)
+
+    # ----- the persona of the selected agent -------------------------------------------------
+    def select_agent(self, agent_id: str) -> bool:
+        table = self.agents
+        for row in range(table.proxy.rowCount()):
+            index = table.proxy.index(row, 0)
+            if table.model.row(table.proxy.mapToSource(index).row())["id"] == agent_id:
+                table.view.selectRow(row)
+                return True
+        return False
+
+    def selected_agent(self) -> dict | None:
+        rows = self.agents.view.selectionModel().selectedRows()
+        return self.agents.model.row(self.agents.proxy.mapToSource(rows[0]).row()) if rows else None
+
+    def _on_agent_selected(self, *_args) -> None:
+        agent = self.selected_agent()  # None while the table resets: the editor keeps its agent
+        if agent is not None and agent["id"] != self.persona.agent_id:
+            self.persona.load(agent, self._providers.get(agent["provider"]))
+
+    def _reload_persona(self) -> None:
+        """Show what is stored now for the agent being tuned, unless the form has unsaved edits."""
+        agent = next((a for a in self._agent_rows if a["id"] == self.persona.agent_id), None)
+        if agent is None:
+            if self.persona.agent_id is not None:
+                self.persona.load(None)  # the agent was deleted
+        elif not self.persona.dirty and ((agent["params_json"] or {}) != self.persona.loaded
+                                         or agent["provider"] != (self.persona.agent or {}).get("provider")):
+            self.persona.load(agent, self._providers.get(agent["provider"]))
 
 
 def _first_line(text: str, limit: int = 90) -> str:

@@ -1,15 +1,524 @@
-"""Live Run: protocol rounds as they happen, call by call."""
+"""Live Run: start, watch, cancel and resume protocol runs, call by call; answer the calls a
+person plays (the CONS conductor's decision, or an agent whose provider model is "manual").
 
-from workbench.ui.panels.base import SummaryPanel
+The panel is a shell over the window's RunService and QtManualAgents: it never runs anything
+itself. What it shows comes from the project file (runs, llm_calls), re-read when the shared
+model reports a change; the run's thread writes there, and the model's poll notices.
+"""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime
+
+from PySide6.QtCore import QItemSelectionModel, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont, QKeySequence, QShortcut
+from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QProgressBar,
+                               QPushButton, QSplitter, QTextBrowser, QVBoxLayout, QWidget)
+
+from workbench.core.protocols.steps import AgentCall
+from workbench.services.manual_agents import QtManualAgents
+from workbench.services.project_model import ProjectModel
+from workbench.services.run_service import RunService
+from workbench.ui.panels.base import Panel
+from workbench.ui.widgets.record_table import RecordTable
+
+RUN_COLUMNS = (("id", "Run"), ("sim", "SIM"), ("status_text", "Status"), ("protocol", "Protocol"),
+               ("label", "Label"), ("started", "Started"), ("calls", "Calls"), ("failed", "Failed"),
+               ("invalid", "Invalid"))
+CALL_COLUMNS = (("id", "#"), ("round", "Round"), ("agent_id", "Agent"), ("purpose", "Purpose"),
+                ("status_text", "Status"), ("latency", "Latency (ms)"), ("attempts", "Attempts"), ("reason", "Reason"))
+
+# A glyph with every colour, so a status reads without colour too.
+RUN_STATUS = {"completed": ("✔", "#2e7d32"), "running": ("▶", "#1f5fa8"),
+              "interrupted": ("⏸", "#b26a00"), "failed": ("✖", "#b3261e")}
+CALL_STATUS = {"ok": "✔", "invalid": "⚠", "error": "✖", "rate_limited": "⧗", "cancelled": "■"}
+GREY = "#8a8a8a"  # invalid or failed: shown, never hidden
+SIM_BADGE = "#6b4fbb"
+ACCENT = "#1f5fa8"  # a person is needed
+SIM_NOTE = "SIM: simulated panel, no model was called"
+
+RUNS_SQL = """
+SELECT r.id, r.protocol, r.label, r.status, r.simulated, r.started_at, r.error,
+       count(c.id) AS calls,
+       coalesce(sum(c.status NOT IN ('ok', 'invalid')), 0) AS failed,
+       coalesce(sum(c.status = 'invalid'), 0) AS invalid
+FROM runs r LEFT JOIN llm_calls c ON c.run_id = r.id
+GROUP BY r.id ORDER BY r.started_at DESC, r.id DESC LIMIT 2000
+"""
+CALLS_SQL = """
+SELECT c.id, c.step_key, c.agent_id, c.purpose, c.status, c.latency_ms, c.attempts, c.simulated,
+       r.idx AS round_idx, r.kind AS round_kind,
+       CASE WHEN c.status != 'ok' THEN coalesce(c.error,  -- looked up for the few grey rows only
+           (SELECT group_concat(v.reason, '; ') FROM votes v
+            WHERE v.run_id = c.run_id AND v.call_id = c.id AND v.status != 'valid'),
+           (SELECT b.invalid_reason FROM cons_ballots b WHERE b.call_id = c.id AND b.status != 'valid'),
+           (SELECT f.invalid_reason FROM finding_votes f
+            WHERE f.run_id = c.run_id AND f.call_id = c.id AND f.status != 'valid'),
+           (SELECT t.failure_reason FROM traces t WHERE t.run_id = c.run_id AND t.call_id = c.id AND t.ok = 0),
+           'the reply could not be read') END AS reason
+FROM llm_calls c LEFT JOIN rounds r ON r.id = c.round_id
+WHERE c.run_id = ? ORDER BY c.id
+"""
 
 
-class LiveRunPanel(SummaryPanel):
+class LiveRunPanel(Panel):
     TITLE = "Live Run"
     OBJECT_NAME = "liveRunPanel"
-    SUMMARY = "Protocol runs, round by round and call by call, as they happen."
-    TABLES = ("runs", "rounds", "llm_calls")
-    COUNTS = (("runs", "runs", None),
-              ("runs in progress", "runs", "status = 'running'"),
-              ("interrupted runs (resumable)", "runs", "status = 'interrupted'"),
-              ("LLM calls recorded", "llm_calls", None),
-              ("failed calls", "llm_calls", "status != 'ok'"))
+    SUMMARY = "Start, watch, cancel and resume protocol runs call by call, and answer the calls you play."
+    TABLES = ("runs", "rounds", "llm_calls", "votes", "cons_ballots", "finding_votes", "traces",
+              "protocol_configs")
+
+    def __init__(self, model: ProjectModel, parent: QWidget | None = None):
+        super().__init__(model, parent)
+        self.service: RunService | None = None
+        self.manual: QtManualAgents | None = None
+        self._shown_run: str | None = None  # whose calls the call log shows
+        self._run_rows: list[dict] = []
+        self._call_rows: list[dict] = []
+        self._configs: list[tuple[int, str]] = []
+        self._build()
+
+    # ----- construction ----------------------------------------------------------------------
+    def _build(self) -> None:
+        self.content = QWidget(self)
+        layout = QVBoxLayout(self.content)
+        layout.setContentsMargins(0, 0, 0, 0)
+
+        controls = QHBoxLayout()
+        controls.addWidget(QLabel("Configuration:", self))
+        self.config_combo = QComboBox(self)
+        self.config_combo.setMinimumContentsLength(24)
+        self.config_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.config_combo.setMaximumWidth(420)
+        self.config_combo.currentIndexChanged.connect(self._update_buttons)
+        controls.addWidget(self.config_combo)
+        self.start_button = self._button("▶ Start", "Start a new run of the chosen configuration", self._on_start_clicked)
+        self.resume_button = self._button("⟳ Resume", "Finish the selected interrupted run: only the missing "
+                                          "calls are issued", self._on_resume_clicked)
+        self.cancel_button = self._button("■ Cancel", "Stop the run; it stays resumable", self._on_cancel_clicked)
+        for b in (self.start_button, self.resume_button, self.cancel_button):
+            controls.addWidget(b)
+        controls.addSpacing(12)
+        self.progress_label = QLabel("", self)  # one row with the controls: the dock is short
+        self.progress_label.setObjectName("runProgress")
+        controls.addWidget(self.progress_label, 1)
+        self.progress_bar = QProgressBar(self)
+        self.progress_bar.setMaximumWidth(200)
+        self.progress_bar.hide()
+        controls.addWidget(self.progress_bar)
+        layout.addLayout(controls)
+
+        self.runs_table = RecordTable(RUN_COLUMNS, "Filter runs…", self)
+        self.runs_table.model.decorate = _decorate_run
+        self.runs_table.view.selectionModel().selectionChanged.connect(self._on_run_selected)
+        calls_box = QWidget(self)
+        calls_layout = QVBoxLayout(calls_box)
+        calls_layout.setContentsMargins(0, 0, 0, 0)
+        heading = QHBoxLayout()
+        self.sim_note = QLabel(SIM_NOTE, self)
+        self.sim_note.setObjectName("simNote")
+        self.sim_note.setStyleSheet(f"QLabel {{ background: {SIM_BADGE}; color: white; font-weight: bold;"
+                                    " border-radius: 3px; padding: 1px 8px; }")
+        self.sim_note.hide()
+        heading.addWidget(self.sim_note)
+        self.calls_heading = QLabel("Select a run to see its calls.", self)
+        self.calls_heading.setTextFormat(Qt.TextFormat.RichText)
+        heading.addWidget(self.calls_heading, 1)
+        calls_layout.addLayout(heading)
+        self.calls_table = RecordTable(CALL_COLUMNS, "Filter calls…", self)
+        self.calls_table.model.decorate = _decorate_call
+        calls_layout.addWidget(self.calls_table, 1)
+        self.prompt_box = ManualPromptBox(self)
+        self.prompt_box.sent.connect(self._on_prompt_sent)
+        self.prompt_box.hide()
+
+        self.split = QSplitter(Qt.Orientation.Horizontal, self)
+        self.split.addWidget(self.runs_table)
+        self.split.addWidget(calls_box)
+        self.split.setStretchFactor(0, 2)
+        self.split.setStretchFactor(1, 3)
+        # The prompt spans the dock's width above the tables (the dock is wide and short). A
+        # layout, not a splitter: a splitter may give a widget it shows again no height at all.
+        layout.addWidget(self.prompt_box, 3)
+        layout.addWidget(self.split, 2)
+        self._layout.addWidget(self.content, 1)
+        self.content.hide()
+        self._update_buttons()
+
+    def _button(self, text: str, tip: str, slot) -> QPushButton:
+        button = QPushButton(text, self)
+        button.setToolTip(tip)
+        button.clicked.connect(slot)
+        return button
+
+    def attach(self, service: RunService, manual: QtManualAgents | None = None) -> None:
+        """Drive runs through the window's service and answer its manual calls here."""
+        self.service, self.manual = service, manual
+        service.started.connect(self._on_run_started)
+        service.progressed.connect(self._on_run_progressed)
+        service.finished.connect(self._on_run_finished)
+        service.running_changed.connect(self._on_running_changed)
+        if manual is not None:
+            manual.asked.connect(self._on_asked)
+            manual.answered.connect(self.prompt_box.remove)
+            manual.withdrawn.connect(self.prompt_box.remove)
+
+    # ----- reading the project ---------------------------------------------------------------
+    def refresh(self) -> None:
+        store = self.store
+        assert store is not None
+        configs = [(c["id"], f"{c['name']} ({c['protocol'].upper()})")
+                   for c in store.rows("protocol_configs", order_by="name, id")]
+        if configs != self._configs:
+            self._fill_configs(configs)
+        rows = [_run_row(r) for r in store.query(RUNS_SQL)]
+        if rows != self._run_rows:
+            self._run_rows = rows
+            keep = self._shown_run
+            self.runs_table.set_rows(rows)
+            if keep:
+                self.select_run(keep)
+        self._load_calls()
+        self.content.show()
+        self._update_buttons()
+
+    def clear(self) -> None:
+        self.content.hide()
+        self._configs, self._run_rows, self._call_rows, self._shown_run = [], [], [], None
+        self.config_combo.clear()
+        self.runs_table.set_rows([])
+        self.calls_table.set_rows([])
+        self.prompt_box.clear_all()
+
+    def _fill_configs(self, configs: list[tuple[int, str]]) -> None:
+        current = self.config_combo.currentData()
+        self._configs = configs
+        self.config_combo.blockSignals(True)
+        self.config_combo.clear()
+        for config_id, text in configs:
+            self.config_combo.addItem(text, config_id)
+        if not configs:
+            self.config_combo.addItem("(no saved protocol configurations)", None)
+        index = self.config_combo.findData(current)
+        self.config_combo.setCurrentIndex(max(index, 0))
+        self.config_combo.blockSignals(False)
+
+    def _load_calls(self) -> None:
+        store, run_id = self.store, self._shown_run
+        run = next((r for r in self._run_rows if r["id"] == run_id), None)
+        rows = [_call_row(c) for c in store.query(CALLS_SQL, (run_id,))] if store is not None and run else []
+        if rows != self._call_rows:
+            self._call_rows = rows
+            self.calls_table.set_rows(rows)
+            if self.service is not None and self.service.run_id == run_id:
+                self.calls_table.view.scrollToBottom()  # follow the run as it goes
+        if run is None:
+            self.calls_heading.setText("Select a run to see its calls.")
+            self.sim_note.hide()
+            return
+        grey = sum(r["status"] != "ok" for r in rows)
+        self.calls_heading.setText(
+            f"<b>{_h(run_id)}</b> — {run['status_text']} — {len(rows)} call(s)"
+            + (f", <span style='color:{GREY}'>{grey} invalid or failed (grey)</span>" if grey else "")
+            + (f"<br><span style='color:{RUN_STATUS['failed'][1]}'>{_h(run['error'])}</span>"
+               if run["error"] and run["status"] != "completed" else ""))
+        self.sim_note.setVisible(bool(run["simulated"]))
+
+    # ----- selection -------------------------------------------------------------------------
+    def select_run(self, run_id: str) -> None:
+        table = self.runs_table
+        for row in range(table.proxy.rowCount()):
+            source = table.proxy.mapToSource(table.proxy.index(row, 0))
+            if table.model.row(source.row())["id"] == run_id:
+                flags = QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+                table.view.selectionModel().select(table.proxy.index(row, 0), flags)
+                table.view.scrollTo(table.proxy.index(row, 0))
+                return
+
+    def selected_run(self) -> dict | None:
+        rows = self.runs_table.view.selectionModel().selectedRows()
+        if not rows:
+            return None
+        return self.runs_table.model.row(self.runs_table.proxy.mapToSource(rows[0]).row())
+
+    def _on_run_selected(self, *_args) -> None:
+        run = self.selected_run()
+        if run is not None and run["id"] != self._shown_run:
+            self._shown_run = run["id"]
+            self._load_calls()
+        self._update_buttons()
+
+    # ----- commands --------------------------------------------------------------------------
+    def _on_start_clicked(self) -> None:
+        config_id = self.config_combo.currentData()
+        if self.service is not None and config_id is not None:
+            self.service.start(int(config_id))
+
+    def _on_resume_clicked(self) -> None:
+        run = self.selected_run()
+        if self.service is not None and run is not None:
+            self.service.resume(run["id"])
+
+    def _on_cancel_clicked(self) -> None:
+        if self.service is not None:
+            self.service.cancel()
+            self.progress_label.setText("Cancelling… the run stops after the calls in flight.")
+
+    def _on_prompt_sent(self, key: str, text: str) -> None:
+        if self.manual is not None and not self.manual.answer(key, text):
+            self.prompt_box.remove(key)  # its run was cancelled meanwhile
+
+    def _update_buttons(self, *_args) -> None:
+        running = self.service is not None and self.service.running
+        store = self.store
+        writable = store is not None and not store.read_only and self.service is not None
+        run = self.selected_run()
+        self.start_button.setEnabled(writable and not running and self.config_combo.currentData() is not None)
+        self.resume_button.setEnabled(writable and not running and run is not None and run["status"] == "interrupted")
+        self.cancel_button.setEnabled(running)
+
+    # ----- the run service -------------------------------------------------------------------
+    def _on_running_changed(self, running: bool) -> None:
+        self.progress_bar.setVisible(running)
+        if running:
+            self.progress_bar.setRange(0, 0)
+            self.progress_label.setText("Starting…")
+        self._update_buttons()
+
+    def _on_run_started(self, run_id: str) -> None:
+        self._shown_run = run_id
+        if self.store is not None:
+            self._refresh()
+        self.select_run(run_id)
+
+    def _on_run_progressed(self, p) -> None:
+        self.progress_bar.setRange(0, max(p.total, 1))
+        self.progress_bar.setValue(p.done)
+        waiting = " — <b>waiting for you</b>" if self.prompt_box.calls else ""
+        self.progress_label.setText(f"<b>{_h(p.phase or 'Running')}</b>: "
+                                    f"{progress_text(p, eta=not waiting)}{waiting}")
+
+    def _on_run_finished(self, summary: dict) -> None:
+        status = summary.get("status", "")
+        glyph = RUN_STATUS.get(status, ("", ""))[0]
+        text = f"{glyph} Run {status}: {summary.get('calls', 0)} calls, " \
+               f"{summary.get('failed_calls', 0)} failed, {summary.get('invalid_calls', 0)} invalid"
+        if status == "interrupted":
+            text += " — select it and Resume to finish"
+        self.progress_label.setText(text)
+        if self.store is not None:
+            self._refresh()
+
+    def _ballots_html(self, run_id: str | None) -> str:
+        """What the conductor decides on: the last round's ballots of the run (CONS)."""
+        rows = self.store.query(
+            "SELECT b.agent_id, b.option, b.vote, b.confidence, b.rationale, b.status, b.invalid_reason "
+            "FROM cons_ballots b JOIN cons_questions q ON q.id = b.question_id WHERE q.run_id = ? AND "
+            "b.challenge_round = (SELECT max(challenge_round) FROM cons_ballots WHERE question_id = q.id) "
+            "ORDER BY b.agent_id", (run_id,))
+        if not rows:
+            return ""
+        items = []
+        for b in rows:
+            if b["status"] != "valid":
+                items.append(f"<li style='color:{GREY}'><b>{_h(b['agent_id'])}</b>: invalid ballot "
+                             f"({_h(b['invalid_reason'] or '')})</li>")
+            else:
+                items.append(f"<li><b>{_h(b['agent_id'])}</b>: {_h(b['vote'] or '')} “{_h(b['option'] or '')}” "
+                             f"({b['confidence']}) — {_h(b['rationale'] or '')}</li>")
+        return f"<p style='margin:8px 0 2px 0; color:{ACCENT}'><b>The ballots</b></p><ul style='margin:0'>" \
+               + "".join(items) + "</ul>"
+
+    def _on_asked(self, call: AgentCall) -> None:
+        run = self.service.run_id if self.service is not None else None
+        context = self._ballots_html(run) if call.purpose == "hitl_decision" and self.store is not None else ""
+        self.prompt_box.add(call, run, context)
+        if self.store is not None:
+            self._refresh()  # the log shows every call before this one while the person reads
+        if self.service is not None and self.service.last_progress is not None:
+            self._on_run_progressed(self.service.last_progress)
+
+
+class ManualPromptBox(QFrame):
+    """"Waiting for you": the messages of a call a person plays, a reply box and Send."""
+
+    sent = Signal(str, str)  # the call's key, the reply
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("manualPrompt")
+        self.setStyleSheet(f"QFrame#manualPrompt {{ border: 2px solid {ACCENT}; border-radius: 4px; }}")
+        self.calls: list[AgentCall] = []
+        self._context: dict[str, str] = {}
+        self._run_id: str | None = None
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 6, 8, 6)
+        top = QHBoxLayout()
+        title = QLabel("Waiting for you", self)
+        title.setStyleSheet(f"color: {ACCENT}; font-weight: bold; font-size: 11pt;")
+        top.addWidget(title, 0, Qt.AlignmentFlag.AlignTop)
+        self.heading = QLabel(self)
+        self.heading.setWordWrap(True)
+        self.heading.setTextFormat(Qt.TextFormat.RichText)
+        top.addWidget(self.heading, 1)
+        layout.addLayout(top)
+
+        body = QHBoxLayout()
+        self.messages = QTextBrowser(self)
+        self.messages.setOpenLinks(False)
+        self.messages.setMinimumHeight(70)
+        body.addWidget(self.messages, 3)
+        answer = QVBoxLayout()
+        self.reply = QPlainTextEdit(self)
+        self.reply.setPlaceholderText("Type your answer here…")
+        self.reply.setMinimumHeight(50)
+        self.reply.textChanged.connect(self._on_reply_changed)
+        answer.addWidget(self.reply, 1)
+        row = QHBoxLayout()
+        hint = QLabel("Ctrl+Enter sends", self)
+        hint.setStyleSheet("color: palette(placeholder-text);")
+        row.addWidget(hint, 1)
+        self.send_button = QPushButton("Send", self)
+        self.send_button.setDefault(True)
+        self.send_button.setEnabled(False)
+        self.send_button.clicked.connect(self._on_send_clicked)
+        row.addWidget(self.send_button)
+        answer.addLayout(row)
+        body.addLayout(answer, 2)
+        layout.addLayout(body, 1)
+        for keys in ("Ctrl+Return", "Ctrl+Enter"):
+            shortcut = QShortcut(QKeySequence(keys), self.reply)
+            shortcut.setContext(Qt.ShortcutContext.WidgetShortcut)
+            shortcut.activated.connect(self._on_send_clicked)
+
+    @property
+    def current(self) -> AgentCall | None:
+        return self.calls[0] if self.calls else None
+
+    def add(self, call: AgentCall, run_id: str | None, context: str = "") -> None:
+        """Queue ``call``; ``context`` (HTML) is shown under its messages (e.g. the ballots)."""
+        self._run_id = run_id
+        if all(c.key != call.key for c in self.calls):
+            self.calls.append(call)
+            self._context[call.key] = context
+        self._show_current()
+
+    def remove(self, key: str) -> None:
+        was_current = self.current is not None and self.current.key == key
+        self.calls = [c for c in self.calls if c.key != key]
+        self._context.pop(key, None)
+        if was_current:
+            self.reply.clear()
+        self._show_current()
+
+    def clear_all(self) -> None:
+        self.calls, self._context = [], {}
+        self.reply.clear()
+        self._show_current()
+
+    def _show_current(self) -> None:
+        call = self.current
+        if call is None:
+            self.hide()
+            return
+        who = "the conductor's decision" if call.purpose == "hitl_decision" else f"agent {call.agent}"
+        more = f" — {len(self.calls) - 1} more waiting" if len(self.calls) > 1 else ""
+        reasons = call.meta.get("reasons")
+        run = f"Run <code>{_h(self._run_id)}</code>" if self._run_id else "A run"
+        self.heading.setText(f"{run} needs <b>{_h(who)}</b> ({_h(call.purpose)}, "
+                             f"call <code>{_h(call.key)}</code>){more}."
+                             + (f"<br>Escalated because: <b>{_h(', '.join(reasons))}</b>" if reasons else ""))
+        parts = []
+        for m in call.messages:
+            role = _h(str(m.get("role", "")).capitalize())
+            body = _h(str(m.get("content", "")))
+            parts.append(f"<p style='margin:4px 0 2px 0; color:{ACCENT}'><b>{role}</b></p>"
+                         f"<div style='white-space: pre-wrap'>{body}</div>")
+        self.messages.setHtml("".join(parts) + self._context.get(call.key, ""))
+        self.show()
+        self._on_reply_changed()
+        self.reply.setFocus()
+
+    def _on_reply_changed(self) -> None:
+        self.send_button.setEnabled(self.current is not None and bool(self.reply.toPlainText().strip()))
+
+    def _on_send_clicked(self) -> None:
+        call, text = self.current, self.reply.toPlainText().strip()
+        if call is None or not text:
+            return
+        self.reply.clear()
+        self.calls = [c for c in self.calls if c.key != call.key]
+        self._context.pop(call.key, None)
+        self._show_current()
+        self.sent.emit(call.key, text)
+
+
+# ----- rows and their look ---------------------------------------------------------------------
+def _h(text: str) -> str:
+    return html.escape(text, quote=False)
+
+
+def progress_text(p, *, eta: bool = True) -> str:
+    """ "3/16 calls, 0 failed, ETA 4 s" """
+    left = ""
+    if eta and p.eta_s is not None and p.done < p.total:
+        left = ", ETA <1 s" if p.eta_s < 1 else f", ETA {p.eta_s:.0f} s"
+    return f"{p.done}/{p.total} calls, {p.failed} failed{left}"
+
+
+def _local_time(stamp: str | None) -> str:
+    if not stamp:
+        return ""
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return stamp
+
+
+def _run_row(r: dict) -> dict:
+    glyph = RUN_STATUS.get(r["status"], ("?", ""))[0]
+    return {**r, "status_text": f"{glyph} {r['status']}", "sim": "SIM" if r["simulated"] else "",
+            "started": _local_time(r["started_at"])}
+
+
+def _call_row(c: dict) -> dict:
+    rnd = c["round_kind"] or (f"batch {c['round_idx']}" if c["round_idx"] is not None else "")
+    latency = round(c["latency_ms"]) if c["latency_ms"] is not None else None
+    return {**c, "round": rnd, "latency": latency,
+            "status_text": f"{CALL_STATUS.get(c['status'], '?')} {c['status']}", "reason": c["reason"] or ""}
+
+
+def _decorate_run(row: dict, key: str, role: int):
+    if key == "sim" and row["simulated"]:
+        if role == Qt.ItemDataRole.BackgroundRole:
+            return QBrush(QColor(SIM_BADGE))
+        if role == Qt.ItemDataRole.ForegroundRole:
+            return QBrush(QColor("white"))
+        if role == Qt.ItemDataRole.FontRole:
+            font = QFont()
+            font.setBold(True)
+            return font
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return Qt.AlignmentFlag.AlignCenter
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return SIM_NOTE
+    if key == "status_text":
+        if role == Qt.ItemDataRole.ForegroundRole and row["status"] in RUN_STATUS:
+            return QBrush(QColor(RUN_STATUS[row["status"]][1]))
+        if role == Qt.ItemDataRole.ToolTipRole and row.get("error"):
+            return row["error"]
+    return None
+
+
+def _decorate_call(row: dict, key: str, role: int):
+    bad = row["status"] != "ok"
+    if bad and role == Qt.ItemDataRole.ForegroundRole:
+        return QBrush(QColor(GREY))
+    if bad and role == Qt.ItemDataRole.FontRole:
+        font = QFont()
+        font.setItalic(True)
+        return font
+    if role == Qt.ItemDataRole.ToolTipRole and row["reason"]:
+        return row["reason"]
+    return None
