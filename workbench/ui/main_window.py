@@ -164,7 +164,7 @@ class MainWindow(QMainWindow):
         self.resizeDocks([d["clustersPanel"], d["traceInspectorPanel"], d["quadrantPanel"]],
                          [int(width * 0.3), int(width * 0.4), int(width * 0.3)], Qt.Orientation.Horizontal)
         self.resizeDocks([d["traceInspectorPanel"], d["liveRunPanel"]],
-                         [int(height * 0.68), int(height * 0.28)], Qt.Orientation.Vertical)
+                         [int(height * 0.55), int(height * 0.42)], Qt.Orientation.Vertical)
 
     def _restore_layout(self) -> bool:
         geometry, state = self.settings.window_state()
