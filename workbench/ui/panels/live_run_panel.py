@@ -8,7 +8,6 @@ model reports a change; the run's thread writes there, and the model's poll noti
 
 from __future__ import annotations
 
-import html
 from datetime import datetime
 
 from PySide6.QtCore import QItemSelectionModel, Qt
@@ -20,7 +19,7 @@ from workbench.services.manual_agents import QtManualAgents
 from workbench.services.project_model import ProjectModel
 from workbench.services.run_service import RunService
 from workbench.ui.panels.base import Panel
-from workbench.ui.widgets.manual_prompt import ACCENT, ManualPromptBox
+from workbench.ui.widgets.manual_prompt import ACCENT, ManualPromptBox, escape_html
 from workbench.ui.widgets.record_table import RecordTable
 
 RUN_COLUMNS = (("id", "Run"), ("sim", "SIM"), ("status_text", "Status"), ("protocol", "Protocol"),
@@ -218,9 +217,9 @@ class LiveRunPanel(Panel):
             return
         grey = sum(r["status"] != "ok" for r in rows)
         self.calls_heading.setText(
-            f"<b>{_h(run_id)}</b> — {run['status_text']} — {len(rows)} call(s)"
+            f"<b>{escape_html(run_id)}</b> — {run['status_text']} — {len(rows)} call(s)"
             + (f", <span style='color:{GREY}'>{grey} invalid or failed (grey)</span>" if grey else "")
-            + (f"<br><span style='color:{RUN_STATUS['failed'][1]}'>{_h(run['error'])}</span>"
+            + (f"<br><span style='color:{RUN_STATUS['failed'][1]}'>{escape_html(run['error'])}</span>"
                if run["error"] and run["status"] != "completed" else ""))
         self.sim_note.setVisible(bool(run["simulated"]))
 
@@ -295,7 +294,7 @@ class LiveRunPanel(Panel):
         self.progress_bar.setRange(0, max(p.total, 1))
         self.progress_bar.setValue(p.done)
         waiting = " — <b>waiting for you</b>" if self.prompt_box.calls else ""
-        self.progress_label.setText(f"<b>{_h(p.phase or 'Running')}</b>: "
+        self.progress_label.setText(f"<b>{escape_html(p.phase or 'Running')}</b>: "
                                     f"{progress_text(p, eta=not waiting)}{waiting}")
 
     def _on_run_finished(self, summary: dict) -> None:
@@ -321,11 +320,11 @@ class LiveRunPanel(Panel):
         items = []
         for b in rows:
             if b["status"] != "valid":
-                items.append(f"<li style='color:{GREY}'><b>{_h(b['agent_id'])}</b>: invalid ballot "
-                             f"({_h(b['invalid_reason'] or '')})</li>")
+                items.append(f"<li style='color:{GREY}'><b>{escape_html(b['agent_id'])}</b>: invalid ballot "
+                             f"({escape_html(b['invalid_reason'] or '')})</li>")
             else:
-                items.append(f"<li><b>{_h(b['agent_id'])}</b>: {_h(b['vote'] or '')} “{_h(b['option'] or '')}” "
-                             f"({b['confidence']}) — {_h(b['rationale'] or '')}</li>")
+                items.append(f"<li><b>{escape_html(b['agent_id'])}</b>: {escape_html(b['vote'] or '')} “{escape_html(b['option'] or '')}” "
+                             f"({b['confidence']}) — {escape_html(b['rationale'] or '')}</li>")
         return f"<p style='margin:8px 0 2px 0; color:{ACCENT}'><b>The ballots</b></p><ul style='margin:0'>" \
                + "".join(items) + "</ul>"
 
@@ -340,10 +339,6 @@ class LiveRunPanel(Panel):
 
 
 # ----- rows and their look ---------------------------------------------------------------------
-def _h(text: str) -> str:
-    return html.escape(text, quote=False)
-
-
 def progress_text(p, *, eta: bool = True) -> str:
     """ "3/16 calls, 0 failed, ETA 4 s" """
     left = ""

@@ -14,7 +14,7 @@ from workbench.core.protocols.steps import AgentCall
 ACCENT = "#1f5fa8"  # a person is needed
 
 
-def _h(text: str) -> str:
+def escape_html(text: str) -> str:
     return html.escape(text, quote=False)
 
 
@@ -103,14 +103,14 @@ class ManualPromptBox(QFrame):
         who = "the conductor's decision" if call.purpose == "hitl_decision" else f"agent {call.agent}"
         more = f" — {len(self.calls) - 1} more waiting" if len(self.calls) > 1 else ""
         reasons = call.meta.get("reasons")
-        run = f"Run <code>{_h(self._run_id)}</code>" if self._run_id else "A run"
-        self.heading.setText(f"{run} needs <b>{_h(who)}</b> ({_h(call.purpose)}, "
-                             f"call <code>{_h(call.key)}</code>){more}."
-                             + (f"<br>Escalated because: <b>{_h(', '.join(reasons))}</b>" if reasons else ""))
+        run = f"Run <code>{escape_html(self._run_id)}</code>" if self._run_id else "A run"
+        self.heading.setText(f"{run} needs <b>{escape_html(who)}</b> ({escape_html(call.purpose)}, "
+                             f"call <code>{escape_html(call.key)}</code>){more}."
+                             + (f"<br>Escalated because: <b>{escape_html(', '.join(reasons))}</b>" if reasons else ""))
         parts = []
         for m in call.messages:
-            role = _h(str(m.get("role", "")).capitalize())
-            body = _h(str(m.get("content", "")))
+            role = escape_html(str(m.get("role", "")).capitalize())
+            body = escape_html(str(m.get("content", "")))
             parts.append(f"<p style='margin:4px 0 2px 0; color:{ACCENT}'><b>{role}</b></p>"
                          f"<div style='white-space: pre-wrap'>{body}</div>")
         self.messages.setHtml("".join(parts) + self._context.get(call.key, ""))
