@@ -15,7 +15,7 @@ from workbench import __version__
 from workbench.core.errors import InputError, WorkbenchError
 
 # Order is the order shown by ``rwb --help``.
-COMMAND_MODULES = ("project", "run", "classify", "arm", "echo", "gui")
+COMMAND_MODULES = ("project", "run", "classify", "arm", "echo", "serve_mcp", "gui")
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 

@@ -1,0 +1,195 @@
+"""The Findings panel: findings with their status and votes, live as agents vote from another
+process; the challenged/pending queues; and the MCP server box starting and stopping a real
+``rwb serve-mcp --http`` for the open project."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+
+from tests.ui.conftest import WAIT_MS
+from workbench.core.findings_store import FindingsStore
+from workbench.core.store import Store
+from workbench.services.mcp_process import McpServerProcess, client_config, rwb_command
+
+REPO = Path(__file__).resolve().parents[2]
+SERVER_WAIT_MS = 30_000
+
+
+def make_project(path: Path) -> Path:
+    store = Store.create(path)
+    findings = FindingsStore(store)
+    findings.create_finding("commit e8f2a91 implements OAuth2 login", finding_id="f1")
+    for agent, vote, confidence in (("scout", "confirm", 0.85), ("auditor", "challenge", 0.65),
+                                    ("dev", "confirm", 0.95)):
+        findings.submit_vote("f1", agent, vote, confidence, f"{agent} looked", client="gui")
+    findings.create_finding("The Pro plan costs $19/month", finding_id="f2")
+    findings.submit_vote("f2", "scout", "confirm", 0.9, client="gui")
+    findings.create_finding("GET /api/v2/users returns 200", finding_id="f3")
+    store.close_connection()
+    return path
+
+
+def vote_from_another_process(path: Path, *votes: tuple[str, str, str, float]) -> None:
+    code = ("import sys\n"
+            "from workbench.core.store import Store\n"
+            "from workbench.core.findings_store import FindingsStore\n"
+            f"s = Store.open({str(path)!r})\n"
+            "f = FindingsStore(s)\n"
+            f"for fid, agent, vote, c in {list(votes)!r}:\n"
+            "    f.submit_vote(fid, agent, vote, c, 'from outside', client='outside-agent')\n"
+            "s.close_connection()\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=REPO)
+
+
+def panel_rows(panel) -> dict[str, dict]:
+    model = panel.findings.model
+    return {model.row(i)["id"]: model.row(i) for i in range(model.rowCount())}
+
+
+def history_agents(panel) -> list[tuple[str, str]]:
+    model = panel.history.model
+    return [(model.row(i)["agent"], model.row(i)["client"]) for i in range(model.rowCount())]
+
+
+def test_findings_show_status_with_colour_and_shape(qtbot, window, tmp_path, open_project):
+    open_project(make_project(tmp_path / "p.rwb"))
+    panel = window.panels["findingsPanel"]
+    rows = panel_rows(panel)
+    assert [rows[f]["status_label"] for f in ("f1", "f2", "f3")] == ["✖ challenged", "● confirmed", "○ pending"]
+    assert rows["f1"]["score"] == "+0.383" and rows["f3"]["score"] == "—"
+    model = panel.findings.model
+    colours = {model.row(r)["id"]: model.data(model.index(r, 0), Qt.ItemDataRole.ForegroundRole).name()
+               for r in range(model.rowCount())}
+    assert colours == {"f1": "#c62828", "f2": "#2e7d32", "f3": "#757575"}
+    assert panel.queue_buttons["challenged"].text().endswith("1")
+    assert "0 questions" in panel.cons_label.text()
+
+
+def test_the_queues_narrow_the_table(qtbot, window, tmp_path, open_project):
+    open_project(make_project(tmp_path / "p.rwb"))
+    panel = window.panels["findingsPanel"]
+    panel.queue_buttons["challenged"].click()
+    assert panel.visible_finding_ids() == ["f1"]
+    panel.queue_buttons["pending"].click()
+    assert panel.visible_finding_ids() == ["f3"]
+    panel.queue_buttons["all"].click()
+    assert sorted(panel.visible_finding_ids()) == ["f1", "f2", "f3"]
+
+
+def test_selecting_a_finding_shows_who_voted_through_which_client(qtbot, window, tmp_path, open_project):
+    open_project(make_project(tmp_path / "p.rwb"))
+    panel = window.panels["findingsPanel"]
+    assert panel.select_finding("f1")
+    assert history_agents(panel) == [("scout", "gui"), ("auditor", "gui"), ("dev", "gui")]
+    model = panel.history.model
+    assert [model.row(i)["vote_label"] for i in range(3)] == ["▲ confirm", "▼ challenge", "▲ confirm"]
+    assert all(model.row(i)["counted_label"] == "✓" for i in range(3))
+    assert "f1" in panel.history_label.text() and "k = 3" in panel.history_label.text()
+
+
+def test_votes_from_another_process_appear_without_reopening(qtbot, window, tmp_path, open_project):
+    path = make_project(tmp_path / "p.rwb")
+    open_project(path)
+    panel = window.panels["findingsPanel"]
+    panel.select_finding("f1")
+    vote_from_another_process(path, ("f1", "auditor", "confirm", 0.8), ("f3", "dev", "challenge", 0.9))
+    qtbot.waitUntil(lambda: panel_rows(panel)["f1"]["status_label"] == "● confirmed", timeout=WAIT_MS)
+    assert panel_rows(panel)["f3"]["status_label"] == "✖ challenged"
+    # The selection survives the refresh, and the history shows the new vote and its client.
+    qtbot.waitUntil(lambda: ("auditor", "outside-agent") in history_agents(panel), timeout=WAIT_MS)
+    counted = {panel.history.model.row(i)["id"]: panel.history.model.row(i)["counted_label"]
+               for i in range(panel.history.model.rowCount())}
+    assert counted[2] == "" and counted[max(counted)] == "✓"  # the auditor's first vote no longer counts
+
+
+def test_the_server_box_starts_a_server_agents_can_vote_through_then_stops_it(qtbot, window, tmp_path,
+                                                                                 open_project):
+    path = make_project(tmp_path / "p.rwb")
+    open_project(path)
+    panel = window.panels["findingsPanel"]
+    assert panel.start_button.isEnabled() and not panel.stop_button.isEnabled()
+    stdio_only = json.loads(panel.snippet_text())["mcpServers"]
+    assert list(stdio_only) == ["resonance-consensus"]
+
+    with qtbot.waitSignal(panel.server.started, timeout=SERVER_WAIT_MS):
+        panel.start_button.click()
+    try:
+        url, token = panel.url_field.text(), panel.token_field.text()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp") and len(token) >= 40
+        assert not panel.start_button.isEnabled() and panel.stop_button.isEnabled()
+        config = json.loads(panel.snippet_text())["mcpServers"]
+        assert config["resonance-consensus"]["command"] == rwb_command()[0]
+        assert Path(config["resonance-consensus"]["command"]).is_absolute()
+        assert config["resonance-consensus"]["args"][-3:] == ["serve-mcp", "--project", str(path)]
+        assert config["resonance-consensus-http"] == {
+            "type": "http", "url": url, "headers": {"Authorization": f"Bearer {token}"}}
+        panel.copy_button.click()
+        assert QGuiApplication.clipboard().text() == panel.snippet_text()
+
+        async def agent():
+            with anyio.fail_after(30):
+                async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+                    async with Client(streamable_http_client(url, http_client=http),
+                                      client_info=types.Implementation(name="panel-agent", version="1")) as c:
+                        result = await c.call_tool("submit_vote", {"finding_id": "f3", "agent": "dev",
+                                                                   "vote_type": "confirm", "confidence": 0.9})
+                        assert not result.is_error, result.content
+
+        anyio.run(agent)
+        qtbot.waitUntil(lambda: panel_rows(panel)["f3"]["status_label"] == "● confirmed", timeout=WAIT_MS)
+        panel.select_finding("f3")
+        assert history_agents(panel) == [("dev", "panel-agent")]
+    finally:
+        with qtbot.waitSignal(panel.server.stopped, timeout=SERVER_WAIT_MS):
+            panel.stop_button.click()
+    assert not panel.server.running
+    assert panel.url_field.text() == "" and panel.start_button.isEnabled()
+    assert list(json.loads(panel.snippet_text())["mcpServers"]) == ["resonance-consensus"]
+
+
+def test_closing_the_project_stops_its_server(qtbot, window, tmp_path, open_project):
+    open_project(make_project(tmp_path / "p.rwb"))
+    panel = window.panels["findingsPanel"]
+    with qtbot.waitSignal(panel.server.started, timeout=SERVER_WAIT_MS):
+        panel.start_server()
+    window.action_close.trigger()
+    assert not panel.server.running
+    assert not panel.start_button.isEnabled() and not panel.stop_button.isEnabled()
+
+
+def test_a_server_that_cannot_start_says_why(qtbot, tmp_path):
+    bad = McpServerProcess(command=[sys.executable, "-c", "import sys; print('no such project', file=sys.stderr); "
+                                                          "sys.exit(3)"])
+    with qtbot.waitSignal(bad.failed, timeout=SERVER_WAIT_MS) as failed:
+        bad.start(tmp_path / "missing.rwb")
+    assert "stopped before it was ready (exit code 3)" in failed.args[0]
+    assert "no such project" in failed.args[0]
+    assert not bad.running
+
+
+def test_the_client_config_has_both_forms():
+    config = client_config("/p/x.rwb", "http://127.0.0.1:5/mcp", "tok", command=["/venv/bin/rwb"])
+    assert config == {"mcpServers": {
+        "resonance-consensus": {"command": "/venv/bin/rwb", "args": ["serve-mcp", "--project", "/p/x.rwb"]},
+        "resonance-consensus-http": {"type": "http", "url": "http://127.0.0.1:5/mcp",
+                                     "headers": {"Authorization": "Bearer tok"}}}}
+    fallback = client_config("/p/x.rwb", command=["/usr/bin/python3", "-m", "workbench"])
+    assert fallback["mcpServers"]["resonance-consensus"]["args"] == [
+        "-m", "workbench", "serve-mcp", "--project", "/p/x.rwb"]
+
+
+def test_the_gui_reads_the_ready_line_the_server_writes():
+    from workbench.services import mcp_http, mcp_process
+
+    assert mcp_process.READY_PREFIX == mcp_http.READY_PREFIX
