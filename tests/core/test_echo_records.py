@@ -97,7 +97,8 @@ def test_transitions_are_stored_in_order_and_grouped_by_episode(project):
 def test_issue_marker_records_it(project):
     m = records.issue_marker(project, rng=random.Random(3), at="2026-01-31T10:00:00.000Z")
     assert project.get("echo_markers", m.hex) == {"hex": m.hex, "marker": str(m),
-                                                 "issued_at": "2026-01-31T10:00:00.000Z"}
+                                                 "issued_at": "2026-01-31T10:00:00.000Z",
+                                                 "run_id": None, "issue_key": None}  # issued outside a run
 
 
 def test_session_ids_count_up():

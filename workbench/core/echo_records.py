@@ -20,7 +20,7 @@ from workbench.core.changes import Changes
 from workbench.core.errors import InputError, WorkbenchError
 from workbench.core.protocols.echo import drive
 from workbench.core.protocols.echo_checklist import ItemStatus, RestorationFacts, SessionFacts, checklist_status
-from workbench.core.protocols.echo_markers import Marker, generate_marker, make_rng, parse_marker
+from workbench.core.protocols.echo_markers import Marker, generate_marker, load_templates, make_rng, parse_marker
 from workbench.core.protocols.echo_models import ResonanceAnchor, SessionSeed, VerificationEntry
 from workbench.core.protocols.echo_restore import (
     TRANSITION_NOTE,
@@ -74,6 +74,31 @@ def issue_marker(store: Store, *, rng: random.Random | None = None, templates: S
     with store.write() as tx:  # BEGIN IMMEDIATE: no other writer can issue in between
         marker = generate_marker(issued_hexes(store), rng=rng or make_rng(), templates=templates)
         tx.insert("echo_markers", {"hex": marker.hex, "marker": str(marker), "issued_at": at or utc_now()})
+    return marker
+
+
+def issue_marker_for(store: Store, run_id: str | None, key: str, *, rng: random.Random | None = None,
+                     templates: Sequence[str] | None = None, at: str | None = None) -> Marker:
+    """The marker issued to ``run_id`` for ``key`` (e.g. ``"echo/a1/session"``), issuing it first if needed.
+
+    A resumed run replays its generator from the start and asks again for every marker it was
+    given: it gets the same ones back, so it sends the same prompts. A new marker's hex is drawn
+    from ``rng`` and is unique in the project (never any hex issued before, by any run); its
+    fragment is drawn from the run's seed and ``key``, so two runs of one configuration differ
+    only in their hexes. Lookup and insertion happen in one ``BEGIN IMMEDIATE`` transaction.
+    """
+    if not isinstance(key, str) or not key.strip():
+        raise InputError("issue_key", "a marker is issued for a non-empty key, e.g. 'echo/a1/session'")
+    with store.write() as tx:
+        found = store.query("SELECT marker FROM echo_markers WHERE run_id IS ? AND issue_key = ?", (run_id, key))
+        if found:
+            return parse_marker(found[0]["marker"])
+        bank = tuple(templates) if templates is not None else load_templates()
+        run = store.get("runs", run_id) if run_id is not None else None
+        fragment = random.Random(f"{run['seed'] if run else None}/echo-fragment/{key}").choice(bank)
+        marker = generate_marker(issued_hexes(store), rng=rng or make_rng(), templates=(fragment,))
+        tx.insert("echo_markers", {"hex": marker.hex, "marker": str(marker), "issued_at": at or utc_now(),
+                                   "run_id": run_id, "issue_key": key})
     return marker
 
 
@@ -161,10 +186,11 @@ def _entry_row(anchor_id: int, entry: VerificationEntry) -> dict:
             "trigger": entry.trigger, "action": entry.action, "reply_excerpt": entry.reply_excerpt}
 
 
-def record_verification(store: Store, anchor_id: int, entry: VerificationEntry) -> int:
-    """Append one check to an anchor's history; a success also sets ``last_verified``."""
+def record_verification(store: Store, anchor_id: int, entry: VerificationEntry, *, call_id: int | None = None) -> int:
+    """Append one check to an anchor's history; a success also sets ``last_verified``.
+    ``call_id`` links the check to the call whose reply it read."""
     with store.write() as tx:
-        row_id = tx.insert("echo_verifications", _entry_row(anchor_id, entry))
+        row_id = tx.insert("echo_verifications", {**_entry_row(anchor_id, entry), "call_id": call_id})
         if entry.success:
             tx.update("echo_anchors", anchor_id, {"last_verified": entry.time})
     return int(row_id)
@@ -251,22 +277,69 @@ def _anchor_id(store: Store, agent: str, hex_: str) -> int:
     return anchor.id
 
 
+def _anchor_exists(store: Store, d: dict) -> bool:
+    """A run's anchor already stored (same agent, run and marker): the note is a replay."""
+    if d.get("run_id") is None:
+        return False
+    hex_ = parse_marker(d["marker"]).hex
+    return bool(store.query("SELECT id FROM echo_anchors WHERE marker_hex = ? AND agent_id = ? AND run_id = ?",
+                            (hex_, d["agent"], d["run_id"])))
+
+
+def _verification_exists(store: Store, anchor_id: int, entry: VerificationEntry, d: dict) -> bool:
+    """A run's check of this anchor, on the same call (by its key, so a call issued again after
+    a resume counts as the same call), with the same trigger, outcome and action: a replay."""
+    if not d.get("run_id") or not d.get("call_key"):
+        return False
+    return bool(store.query(
+        "SELECT v.id FROM echo_verifications v JOIN llm_calls c ON c.id = v.call_id WHERE v.anchor_id = ? "
+        "AND c.run_id = ? AND c.step_key = ? AND v.trigger IS ? AND v.success = ? AND v.action IS ?",
+        (anchor_id, d["run_id"], d["call_key"], entry.trigger, int(entry.success), entry.action)))
+
+
+def _transition_exists(store: Store, d: dict) -> bool:
+    return d.get("run_id") is not None and bool(store.count(
+        "echo_restorations", "restoration = ? AND step = ? AND run_id = ?", (d["restoration"], d["step"], d["run_id"])))
+
+
+def _call_id(store: Store, run_id: str | None, call_key: str | None) -> int | None:
+    if not run_id or not call_key:
+        return None
+    rows = store.query("SELECT id FROM llm_calls WHERE run_id = ? AND step_key = ? ORDER BY id DESC LIMIT 1",
+                       (run_id, call_key))
+    return rows[0]["id"] if rows else None
+
+
 def persist_note(store: Store, note: Note) -> bool:
-    """Write what an echo Note reports; returns False for notes that leave no record."""
+    """Write what an echo Note reports; returns False for notes that leave no record.
+
+    A verification note that names its ``call_key`` is linked to that call (``call_id``).
+
+    Idempotent for a run's notes (``run_id`` set): a resumed run replays its generator from the
+    start, so the runner persists its notes again, and a record already held is not written
+    twice: an anchor of the same agent, run and marker; a check of the same anchor on the same
+    call (by key) with the same trigger, outcome and action; a restoration step already recorded
+    for its episode. Seeds are updated in place anyway.
+    """
     d = note.data
     if note.kind == "echo.anchor":
         if d.get("replaces"):
             for old in list_anchors(store, d["agent"], marker_hex=d["replaces"], active_only=True):
                 retire_anchor(store, old.id)
-        save_anchor(store, ResonanceAnchor(agent=d["agent"], marker=d["marker"], session_id=d["session_id"],
-                                           injection=d["injection"], run_id=d.get("run_id"),
-                                           created_at=d["created_at"]))
+        if not _anchor_exists(store, d):
+            save_anchor(store, ResonanceAnchor(agent=d["agent"], marker=d["marker"], session_id=d["session_id"],
+                                               injection=d["injection"], run_id=d.get("run_id"),
+                                               created_at=d["created_at"]))
     elif note.kind == "echo.seed":
         save_seed(store, SessionSeed.model_validate(d["seed"]))
     elif note.kind == "echo.verification":
-        record_verification(store, _anchor_id(store, d["agent"], d["marker_hex"]),
-                            VerificationEntry.model_validate(d["entry"]))
+        anchor_id = _anchor_id(store, d["agent"], d["marker_hex"])
+        entry = VerificationEntry.model_validate(d["entry"])
+        if not _verification_exists(store, anchor_id, entry, d):
+            record_verification(store, anchor_id, entry, call_id=_call_id(store, d.get("run_id"), d.get("call_key")))
     elif note.kind == TRANSITION_NOTE:
+        if _transition_exists(store, d):
+            return True  # a replayed step of an episode already on record
         hex_ = parse_marker(d["lost_marker"]).hex
         anchor = load_anchor(store, d["agent"], active_only=False, marker_hex=hex_)
         record_transition(store, d["restoration"], d["agent"], Transition(d["step"], d["detail"], d["at"]),
@@ -376,7 +449,7 @@ def checklist(store: Store, agent: str, *, run_id: str | None = None,
 
 
 __all__ = [
-    "MarkerReusedError", "checklist", "issue_marker", "issued_hexes", "list_anchors",
+    "MarkerReusedError", "checklist", "issue_marker", "issue_marker_for", "issued_hexes", "list_anchors",
     "load_anchor", "load_seed", "load_transitions", "marker_text", "persist_note", "record_marker",
     "record_markers", "record_transition", "record_verification", "restoration_ids", "resume_restoration",
     "retire_anchor", "run_echo_session", "save_anchor", "save_seed", "session_facts", "store_issuer",

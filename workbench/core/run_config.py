@@ -99,6 +99,13 @@ class RunConfig(BaseModel):
             raise ValueError("findings: at least one finding is required (or findings_from_run)")
         if self.protocol == "cons" and len(self.options) < 1:
             raise ValueError("options: at least one option is required")
+        if self.echo is not None:  # refused now, not when the run starts
+            from workbench.core.protocols.echo_wrap import echo_options
+
+            try:
+                echo_options(self)
+            except InputError as exc:
+                raise ValueError(str(exc)) from None
         return self
 
     @property

@@ -9,11 +9,19 @@ Determinism: each reply draws from ``random.Random("<seed>/<key>/<agent>/<purpos
 plus, for what must be stable across rounds, ``random.Random("<seed>/latent/<agent>/<scenario>")``.
 The same seed, call and persona give the same text. Echo agents (and ARM's FAP re-queue) also
 remember what they were told earlier in the run, as a real session does; use one panel per run.
+
+In a run wrapped in Resonance Echo (a call whose ``meta["echo"]`` carries the agent's
+``session``), every call the agent answers, whatever its purpose, goes through the agent's
+simulated context window (:meth:`EchoSimAgent.answer_in_session`), so ordinary protocol work can
+push the marker out of a small window. The reply itself is written from the protocol's own
+messages (``meta["echo"]["protocol_messages"]``), so it is the same as without Echo.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +77,7 @@ class SimPanel:
         self.latency_ms = latency_ms
         self.memory: dict[Any, Any] = {}
         self._echo: dict[str, EchoSimAgent] = {}
+        self._echo_lock = threading.Lock()
 
     def persona_for(self, call: AgentCall) -> SimPersona:
         if call.agent in self.personas:
@@ -83,10 +92,11 @@ class SimPanel:
     def echo_agent(self, agent: str) -> EchoSimAgent:
         """The agent's Echo context (created on first use); its ``history`` is the observer's
         ground truth of which markers were in the window after each call."""
-        if agent not in self._echo:
-            persona = self.personas.get(agent, self.default)
-            self._echo[agent] = EchoSimAgent(agent, persona, self.bank, self.seed)
-        return self._echo[agent]
+        with self._echo_lock:
+            if agent not in self._echo:
+                persona = self.personas.get(agent, self.default)
+                self._echo[agent] = EchoSimAgent(agent, persona, self.bank, self.seed)
+            return self._echo[agent]
 
     def reply(self, call: AgentCall) -> SimReply:
         """The simulated reply to ``call``; :class:`SimError` when sim must not or cannot answer."""
@@ -94,14 +104,19 @@ class SimPanel:
             raise SimError(f"call {call.key!r} ({call.purpose}) asks {call.agent!r} for a human decision; "
                            "the simulated panel never answers for a human. Route it to a person "
                            "(the GUI's manual agent or a decisions file).")
+        session = _echo_session(call)
         if call.purpose in ECHO_PURPOSES:
-            return self._echo_reply(call)
+            return self._echo_reply(call) if session is None else self._session_reply(call, session, None)
         schema = call.reply_schema if call.purpose == "ballot" else None
         handler = ROUTES.get((call.purpose, schema))
         if handler is None:
             what = f"purpose {call.purpose!r}" + (f" with reply schema {schema!r}" if schema else "")
             raise SimError(f"the simulated panel cannot answer {what} (call {call.key!r}); it answers "
                            f"{', '.join(KNOWN)} (ballots with reply schema rcp_ballot or cons_ballot)")
+        if session is not None:
+            asked = replace(call, messages=tuple(call.meta["echo"].get("protocol_messages") or call.messages))
+            return self._session_reply(call, session, lambda: handler(
+                Ask(asked, self.persona_for(asked), self.seed, self.bank, self.memory)))
         ask = Ask(call, self.persona_for(call), self.seed, self.bank, self.memory)
         text, detail = handler(ask)
         return SimReply(text, self._meta(call, text, detail))
@@ -124,6 +139,17 @@ class SimPanel:
                 detail[key] = got.meta[key]
         return SimReply(got.text, self._meta(call, got.text, detail), error=got.error)
 
+    def _session_reply(self, call: AgentCall, session, work) -> SimReply:
+        """A call of an Echo-wrapped run: answered from the agent's window (see sim.echo)."""
+        agent = self.echo_agent(call.agent)
+        got, detail = agent.answer_in_session(call, session, work)
+        if work is None:
+            detail["scenario"] = agent.last_scenario
+        for key in ("events", "context_tokens", "error_kind"):
+            if key in got.meta:
+                detail[key] = got.meta[key]
+        return SimReply(got.text, self._meta(call, got.text, detail), error=got.error)
+
     def _meta(self, call: AgentCall, text: str | None, detail: dict) -> dict[str, Any]:
         prompt = sum(count_words(str(m.get("content", ""))) for m in call.messages)
         completion = count_words(text)
@@ -136,6 +162,12 @@ class SimPanel:
                 meta[key] = detail.pop(key)
         meta["sim"] = detail
         return meta
+
+
+def _echo_session(call: AgentCall):
+    """The agent's Echo session when the call comes from an Echo-wrapped run, else None."""
+    echo = call.meta.get("echo")
+    return echo.get("session") if isinstance(echo, dict) and echo.get("session") is not None else None
 
 
 def _bank(scenarios: ScenarioBank | list[Scenario] | str | Path | None) -> ScenarioBank:

@@ -1,0 +1,201 @@
+"""An RCP run wrapped in Resonance Echo on the simulated panel, through the real runner.
+
+``sample_runs/rcp-echo-sim.json``: six agents over three RCP rounds (two refinement rounds), so
+each takes 16 to 18 turns. a1 forgets silently with a tiny window (stateless by default, so its
+seed rides on every call), a2 compacts, a3 hits a hard wall, c1 forgets silently and is anchored
+only at session start (``echo.patterns``), c2 and c3 have room to spare. sim reports, in each
+reply's ``meta["sim"]["echo"]``, which marker hexes were in the agent's window when it wrote the
+reply: the ground truth the checks are measured against.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from workbench.core import echo_records as records
+from workbench.core.run_config import parse_run_config
+from workbench.core.store import Store
+from workbench.services.runner import Runner
+
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_runs" / "rcp-echo-sim.json"
+FULL = ["log", "read_seed", "new_session", "inject", "verify", "resume"]
+SAME_SESSION = ["log", "read_seed", "inject", "verify", "resume"]
+
+
+def sample() -> dict:
+    return json.loads(SAMPLE.read_text())
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    store = Store.create(tmp_path_factory.mktemp("echo") / "echo.rwb")
+    yield store
+    store.close_connection()
+
+
+@pytest.fixture(scope="module")
+def straight(project):
+    runner = Runner(project)
+    run_id = runner.create(parse_run_config(sample()))
+    return run_id, runner.execute(run_id)
+
+
+def calls_of(store, run_id, agent):
+    """The agent's calls in the order it answered them, with sim's ground truth."""
+    out = []
+    for row in store.rows("llm_calls", "run_id = ? AND agent_id = ?", (run_id, agent), order_by="id"):
+        truth = ((row["response_json"] or {}).get("reply_meta") or {}).get("sim", {}).get("echo", {})
+        out.append({"key": row["step_key"], "status": row["status"], "turn": truth.get("turn"),
+                    "hexes": truth.get("window_hexes", [])})
+    return out
+
+
+def failed_checks(store, run_id, agent):
+    """(marker hex, turn) of every failed check (not a restoration's own recital)."""
+    return [(a.hex, v.turn) for a in records.list_anchors(store, agent, run_id=run_id) for v in a.verifications
+            if not v.success and v.trigger != "restoration"]
+
+
+def losses(store, run_id, agent):
+    """Ground truth: for each marker the agent held, the first turn whose reply was written
+    without it in the window."""
+    anchors = [a.hex for a in records.list_anchors(store, agent, run_id=run_id)]
+    current, n, found = anchors[0], 0, {}
+    for call in calls_of(store, run_id, agent):
+        if call["key"] == f"echo/{agent}/restore/{n + 1}/verify":
+            n += 1
+            current = anchors[n] if n < len(anchors) else None
+            continue
+        if current and not call["key"].startswith("echo/") and current not in call["hexes"]:
+            found.setdefault(current, call["turn"])
+    return found
+
+
+def test_the_wrapped_run_completes_and_still_produces_its_rcp_result(project, straight):
+    run_id, summary = straight
+    assert summary["status"] == "completed", summary
+    assert [r["round"] for r in summary["rounds"]] == [1, 2, 3]
+    assert all(r["states"] for r in summary["rounds"])
+    assert project.count("votes", "run_id = ? AND status = 'valid'", (run_id,)) > 60
+    # One session per agent, each pattern by agent type (c1 is set to stateful by echo.patterns).
+    echo = summary["echo"]
+    assert {a: s["pattern"] for a, s in echo.items()} == {
+        "a1": "stateless", "a2": "compaction_aware", "a3": "stateful", "c1": "stateful",
+        "c2": "stateless", "c3": "stateless"}
+    assert all(s["status"] == "completed" and s["run_id"] == run_id for s in echo.values())
+    assert all(s["turns"] >= 16 for s in echo.values())
+    # Checks were recorded for every agent, each linked to the call whose reply it read.
+    for agent in echo:
+        anchors = records.list_anchors(project, agent, run_id=run_id)
+        assert anchors and sum(len(a.verifications) for a in anchors) >= 4
+    unlinked = project.query("SELECT v.id FROM echo_verifications v JOIN echo_anchors a ON a.id = v.anchor_id "
+                             "WHERE a.run_id = ? AND v.call_id IS NULL", (run_id,))
+    assert not unlinked
+    # Every overflow behaviour showed up and was dealt with.
+    assert echo["a2"]["failures"] >= 1 and echo["a3"]["failures"] >= 1 and echo["c1"]["failures"] >= 2
+    walls = project.rows("llm_calls", "run_id = ? AND agent_id = 'a3' AND status = 'error'", (run_id,))
+    assert walls and all(w["error"] is None or "context_limit" in w["error"] for w in walls)
+
+
+def test_silent_truncation_is_detected_within_the_interval_of_the_real_loss_and_restored(project, straight):
+    run_id, _ = straight
+    interval = sample()["echo"]["interval"]
+    for agent, allowed, steps in (("c1", interval, FULL), ("a1", 0, SAME_SESSION)):
+        lost = losses(project, run_id, agent)
+        failed = failed_checks(project, run_id, agent)
+        assert lost, f"{agent} never lost its marker: the sample no longer overflows"
+        detected = dict(failed)
+        last_turn = max(c["turn"] or 0 for c in calls_of(project, run_id, agent))
+        for hex_, turn in lost.items():
+            if turn + allowed <= last_turn:
+                assert hex_ in detected, f"{agent} lost {hex_} at turn {turn} and nobody noticed"
+            if hex_ in detected:
+                assert turn <= detected[hex_] <= turn + allowed, (agent, hex_, turn, detected[hex_])
+        assert set(detected) <= set(lost), "a check failed while the marker was still in the window"
+        # Each detection ran a restoration: log .. resume in order, and a new marker recorded.
+        episodes = records.restoration_ids(project, agent, run_id=run_id)
+        assert episodes == [f"restore-{hex_}" for hex_, _ in failed]
+        for n, episode in enumerate(episodes, 1):
+            rows = project.rows("echo_restorations", "restoration = ?", (episode,), order_by="id")
+            assert [r["step"] for r in rows] == steps
+            new_hex = rows[steps.index("inject")]["detail_json"]["hex"]
+            marker = project.get("echo_markers", new_hex)
+            assert (marker["run_id"], marker["issue_key"]) == (run_id, f"echo/{agent}/restore/{n}")
+            assert records.load_anchor(project, agent, run_id=run_id, active_only=False, marker_hex=new_hex)
+
+
+def test_the_other_overflow_behaviours_are_caught_by_their_own_triggers(project, straight):
+    run_id, _ = straight
+    a3 = records.list_anchors(project, "a3", run_id=run_id)
+    assert any(not v.success and v.trigger == "error" for a in a3 for v in a.verifications)
+    assert all(r["step"] in FULL for r in project.rows("echo_restorations", "agent_id = 'a3' AND run_id = ?",
+                                                      (run_id,)))
+    a2 = records.list_anchors(project, "a2", run_id=run_id)
+    assert any(not v.success and "compaction" in v.trigger for a in a2 for v in a.verifications)
+
+
+def test_the_checklist_reads_the_run(project, straight):
+    run_id, _ = straight
+    status = {(agent, i.id): i.status for agent in ("a1", "c1") for i in records.checklist(project, agent,
+                                                                                       run_id=run_id)}
+    assert status[("c1", "during.periodic_check")] == "done"
+    assert status[("a1", "during.seed_every_turn")] == "done"
+    for agent in ("a1", "c1"):
+        for item in ("start.marker", "start.anchor", "failure.log", "failure.restore", "failure.notify",
+                     "failure.resume", "end.checkpoint", "end.summary", "end.marker_persists"):
+            assert status[(agent, item)] == "done", (agent, item)
+
+
+def echo_content(store, run_id) -> dict:
+    """A run's Echo records and votes, with hexes replaced by what they were issued for."""
+    names = {r["hex"]: r["issue_key"] for r in store.rows("echo_markers", "run_id = ?", (run_id,))}
+    plain = lambda text: re.sub(r"\b[0-9a-f]{6}\b", lambda m: names.get(m.group(0), m.group(0)), text)
+    q = lambda sql: [tuple(r.values()) for r in store.query(sql, (run_id,))]
+    return {
+        "markers": sorted(names.values()),
+        "anchors": q("SELECT agent_id, injection, session_id, active FROM echo_anchors WHERE run_id = ? ORDER BY id"),
+        "checks": q("SELECT a.agent_id, v.turn, v.trigger, v.success, v.action, c.step_key FROM echo_verifications v "
+                    "JOIN echo_anchors a ON a.id = v.anchor_id LEFT JOIN llm_calls c ON c.id = v.call_id "
+                    "WHERE a.run_id = ? ORDER BY v.id"),
+        "restorations": [(a, plain(r), s) for a, r, s in q(
+            "SELECT agent_id, restoration, step FROM echo_restorations WHERE run_id = ? ORDER BY id")],
+        "seeds": q("SELECT agent_id, recent_exchange_json FROM echo_session_seeds WHERE run_id = ? ORDER BY agent_id"),
+        "votes": sorted(q("SELECT a.key, v.voter_agent, v.value, v.status FROM votes v JOIN artifacts a "
+                          "ON a.id = v.artifact_id WHERE v.run_id = ?")),
+        "calls": sorted((k, s, plain(json.dumps(p))) for k, s, p in q(
+            "SELECT step_key, status, request_json FROM llm_calls WHERE run_id = ? AND status IN ('ok', 'invalid')")),
+    }
+
+
+@pytest.mark.parametrize("stop_after", [11, 57])
+def test_cancel_and_resume_gives_the_same_echo_records_and_votes(project, straight, stop_after):
+    cancel = threading.Event()
+
+    def progress(p):
+        if p.done >= stop_after:
+            cancel.set()
+
+    runner = Runner(project, on_progress=progress, cancel=cancel)
+    run_id = runner.create(parse_run_config({**sample(), "dispatch": "sequential"}))
+    first = runner.execute(run_id)
+    assert first["status"] == "interrupted"
+    issued = project.count("echo_markers", "run_id = ?", (run_id,))
+    done = project.count("llm_calls", "run_id = ? AND status IN ('ok', 'invalid')", (run_id,))
+    again = Runner(project).execute(run_id)
+    assert again["status"] == "completed" and again["resumed_calls"] == done > 0
+    # Same keys, same prompts (up to the hexes, which never repeat), same records, same votes.
+    assert echo_content(project, run_id) == echo_content(project, straight[0])
+    assert again["echo"].keys() == straight[1]["echo"].keys()
+    # The resumed run got its markers back instead of drawing new ones.
+    rows = project.rows("echo_markers", "run_id = ?", (run_id,))
+    assert len(rows) >= issued and len({r["issue_key"] for r in rows}) == len(rows)
+    # Every hex in the project is unique, and no run shares one with another.
+    hexes = [r["hex"] for r in project.rows("echo_markers")]
+    assert len(hexes) == len(set(hexes))
+    straight_hexes = {r["hex"] for r in project.rows("echo_markers", "run_id = ?", (straight[0],))}
+    assert not straight_hexes & {r["hex"] for r in rows}
