@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
@@ -30,7 +31,8 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self.model = model
         self.settings = settings
-        self.persist_layout = True  # a smoke launch (bench/startup.py) leaves the user's layout alone
+        self.persist_layout = True
+        self._auto_size_until = 0.0  # a smoke launch (bench/startup.py) leaves the user's layout alone
         self.setWindowTitle(APP_NAME)
         self.setObjectName("mainWindow")
         self.resize(1400, 880)
@@ -163,8 +165,9 @@ class MainWindow(QMainWindow):
         width, height = max(self.width(), 1000), max(self.height(), 700)
         self.resizeDocks([d["clustersPanel"], d["traceInspectorPanel"], d["quadrantPanel"]],
                          [int(width * 0.3), int(width * 0.4), int(width * 0.3)], Qt.Orientation.Horizontal)
-        self.resizeDocks([d["traceInspectorPanel"], d["liveRunPanel"]],
-                         [int(height * 0.55), int(height * 0.42)], Qt.Orientation.Vertical)
+        # Qt gives the docks above the height asked for; the bottom area takes the rest.
+        top = [d["clustersPanel"], d["traceInspectorPanel"], d["quadrantPanel"]]
+        self.resizeDocks(top, [int(height * 0.56)] * len(top), Qt.Orientation.Vertical)
 
     def _restore_layout(self) -> bool:
         geometry, state = self.settings.window_state()
@@ -177,7 +180,15 @@ class MainWindow(QMainWindow):
     def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().showEvent(event)
         if not self._layout_restored:
+            # No saved layout: size the docks now, and again while the window system settles the
+            # window's size in the first seconds (extra height would otherwise all go to the bottom).
             self._layout_restored = True
+            self._auto_size_until = time.monotonic() + 2.0
+            QTimer.singleShot(0, self._size_docks)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        if time.monotonic() < self._auto_size_until:
             QTimer.singleShot(0, self._size_docks)
 
     def _reset_layout(self) -> None:

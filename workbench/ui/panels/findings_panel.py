@@ -19,6 +19,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QButtonGroup,
+    QFrame,
     QGridLayout,
     QGroupBox,
     QHBoxLayout,
@@ -26,6 +27,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QToolButton,
     QVBoxLayout,
@@ -102,7 +104,12 @@ class FindingsPanel(Panel):
         self.cons_label.setObjectName("consSummary")
         self.cons_label.setTextFormat(Qt.TextFormat.PlainText)
         layout.addWidget(self.cons_label)
-        self._layout.addWidget(content, 1)
+        # The findings and the server box share a splitter, and the box scrolls: neither forces the
+        # dock (and so the whole window) to grow taller than the user wants.
+        self._split = QSplitter(Qt.Orientation.Vertical, self)
+        self._split.setChildrenCollapsible(False)
+        self._split.addWidget(content)
+        self._layout.addWidget(self._split, 1)
         self._content = content
         content.hide()
 
@@ -110,7 +117,14 @@ class FindingsPanel(Panel):
         self.server.started.connect(self._on_server_started)
         self.server.stopped.connect(self._on_server_stopped)
         self.server.failed.connect(self._on_server_failed)
-        self._layout.addWidget(self._build_server_box())
+        scroll = QScrollArea(self)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(self._build_server_box())
+        scroll.setMinimumHeight(60)
+        self._split.addWidget(scroll)
+        self._split.setStretchFactor(0, 3)
+        self._split.setStretchFactor(1, 1)
         model.closed.connect(self._on_project_closing)
         self._update_server_box()
 
