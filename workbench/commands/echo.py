@@ -12,10 +12,8 @@ Invalid arguments (a malformed marker, a missing file) exit 2 with a one-line me
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-from workbench.commands.io import print_json
+from workbench.commands.io import print_json, read_text
 from workbench.core.errors import InputError
 
 
@@ -55,20 +53,6 @@ def _quoting_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--artifact", action="append", metavar="AFILE", default=[],
                    help="a file holding artifact text shown to the agent; verbatim copies are data (repeatable)")
     p.add_argument("--code-fences", action="store_true", help="also treat fenced code blocks as quoted data")
-
-
-def read_text(source: str) -> str:
-    label = "stdin" if source == "-" else source
-    try:
-        return sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(label, "no such file") from None
-    except IsADirectoryError:
-        raise InputError(label, "is a directory, not a text file") from None
-    except UnicodeDecodeError:
-        raise InputError(label, "not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(label, exc.strerror or str(exc)) from None
 
 
 def _quoting(args: argparse.Namespace):

@@ -7,8 +7,6 @@ routes it to the person (the GUI's manual agent, or a decisions file on the comm
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Generator
 from dataclasses import dataclass, field
 
@@ -16,6 +14,7 @@ from pydantic import ValidationError
 
 from workbench.core.protocols.cons import ConsOutcome, apply_challenge_round, open_state
 from workbench.core.protocols.cons_models import Ballot
+from workbench.core.protocols.replies import json_object
 from workbench.core.protocols.steps import AgentCall, AgentReply, Batch, Note
 
 CONDUCTOR = "conductor"
@@ -64,13 +63,9 @@ def parse_ballot_reply(agent: str, text: str | None) -> ParsedBallot:
     """Read one agent's ballot; the engine's own validation (CONS-001..003) decides validity."""
     if text is None:
         return ParsedBallot(None, "failed", "no reply")
-    body = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())
-    try:
-        data = json.loads(body)
-    except json.JSONDecodeError as exc:
-        return ParsedBallot(None, "invalid", f"reply is not valid JSON: {exc.msg}", text)
-    if not isinstance(data, dict):
-        return ParsedBallot(None, "invalid", "reply is not a JSON object", text)
+    data, problem = json_object(text)
+    if data is None:
+        return ParsedBallot(None, "invalid", problem or "", text)
     ballot = {"agentId": agent, "option": data.get("option"), "vote": data.get("vote"),
               "confidence": data.get("confidence"), "rationale": data.get("rationale"),
               "evidence": data.get("evidence") or []}

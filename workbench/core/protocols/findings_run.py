@@ -8,7 +8,6 @@ read is kept as an invalid vote with its raw text and the reason, never coerced.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Generator
 from dataclasses import dataclass, field
 
@@ -16,6 +15,7 @@ from pydantic import ValidationError
 
 from workbench.core.protocols.findings import DEFAULT_THRESHOLD, FindingResult, Vote, consensus
 from workbench.core.protocols.rcp_run import delimiter, fenced
+from workbench.core.protocols.replies import json_object
 from workbench.core.protocols.steps import AgentCall, AgentReply, Batch, Note
 
 # The seed's three roles; any other role name gets a neutral description.
@@ -59,13 +59,9 @@ class FindingsOutcome:
 def parse_finding_vote(agent: str, text: str | None) -> ParsedFindingVote:
     if text is None:
         return ParsedFindingVote(None, "failed", "no reply")
-    body = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())
-    try:
-        data = json.loads(body)
-    except json.JSONDecodeError as exc:
-        return ParsedFindingVote(None, "invalid", f"reply is not valid JSON: {exc.msg}")
-    if not isinstance(data, dict):
-        return ParsedFindingVote(None, "invalid", "reply is not a JSON object")
+    data, problem = json_object(text)
+    if data is None:
+        return ParsedFindingVote(None, "invalid", problem or "")
     try:
         vote = Vote(agent=agent, vote_type=data.get("vote_type"), confidence=data.get("confidence"),
                     reason=str(data.get("reason", "")))

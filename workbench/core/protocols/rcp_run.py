@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from workbench.core.protocols import rcp
+from workbench.core.protocols.replies import strip_fence
 from workbench.core.protocols.steps import AgentCall, AgentReply, Batch, Note
 
 VOTE_QUESTION = ("Given your perspective, does this response represent sound reasoning you "
@@ -107,7 +108,7 @@ def parse_vote(text: str | None) -> ParsedVote:
     if text is None:
         return ParsedVote(None, "invalid", "no reply")
     stripped = text.strip()
-    body = re.sub(r"^```(?:json)?\s*|\s*```$", "", stripped)
+    body = strip_fence(stripped)
     if body.startswith("{"):
         try:
             data = json.loads(body)
@@ -129,7 +130,7 @@ def parse_ballot(text: str | None, labels: list[str]) -> dict[str, ParsedVote]:
     missing = {label: ParsedVote(None, "invalid", "no vote for this artifact in the ballot") for label in labels}
     if text is None:
         return {label: ParsedVote(None, "failed", "the ballot call failed") for label in labels}
-    body = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip())
+    body = strip_fence(text)
     try:
         data = json.loads(body)
         votes = data["votes"]
