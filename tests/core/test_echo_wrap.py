@@ -116,7 +116,7 @@ def test_patterns_default_by_provider_and_persona_and_can_be_set():
     cfg = config(agents)
     defaults = echo_options(cfg)
     assert {a: pattern_for(cfg, defaults, a) for a in ("st", "hr", "ca", "real", "me", "conductor")} == {
-        "st": "stateless", "hr": "stateful", "ca": "compaction_aware", "real": "stateful", "me": None,
+        "st": "stateless", "hr": "stateful", "ca": "compaction_aware", "real": "stateless", "me": None,
         "conductor": None}
     cfg = config(agents, echo={"patterns": {"st": "stateful", "*": "compaction_aware"}})
     chosen = echo_options(cfg)
@@ -131,7 +131,7 @@ def test_markers_are_injected_per_pattern_on_the_right_calls():
     _, _, notes = run(cfg, fake)
     anchors = {n.data["agent"]: n.data for n in of(notes, "echo.anchor")}
     assert {a: d["injection"] for a, d in anchors.items()} == {
-        "st": "stateless", "hr": "stateful", "ca": "compaction_aware", "real": "stateful"}
+        "st": "stateless", "hr": "stateful", "ca": "compaction_aware", "real": "stateless"}
     hexes = {a: d["marker"][-6:] for a, d in anchors.items()}
     assert len(set(hexes.values())) == 4
 
@@ -146,7 +146,7 @@ def test_markers_are_injected_per_pattern_on_the_right_calls():
 
     # Stateful and compaction-aware: the session-start message in the first call only (the boot
     # check), never again in the protocol's calls.
-    for agent in ("hr", "ca", "real"):
+    for agent in ("hr", "ca"):  # ("real" models default to stateless: they keep no session)
         calls = [c for c in fake.calls if c.agent == agent]
         first = calls[0]
         assert first.key == f"echo/{agent}/check/1" and first.purpose == "verify"

@@ -134,7 +134,9 @@ def pattern_for(cfg: Any, options: EchoOptions, agent: str) -> str | None:
             return options.patterns[name]
     if provider.simulated:
         return PATTERN_BY_OVERFLOW.get(spec.params.get("overflow", "silent_truncation"), "stateless")
-    return "stateful"
+    # A model behind the gateway keeps no session between calls (each request carries only the
+    # protocol's messages), so only the pacemaker, which carries the seed in every call, works.
+    return "stateless"
 
 
 def strip_echo_trailer(text: str | None) -> str | None:
