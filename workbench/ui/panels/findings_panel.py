@@ -35,7 +35,6 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.core.errors import WorkbenchError
-from workbench.core.findings_store import FindingsStore, FindingSummary
 from workbench.services.mcp_process import McpServerProcess, client_config_text
 from workbench.services.project_model import ProjectModel
 from workbench.ui.panels.base import Panel
@@ -72,7 +71,7 @@ class FindingsPanel(Panel):
     def __init__(self, model: ProjectModel, parent: QWidget | None = None):
         super().__init__(model, parent)
         self.queue = "all"
-        self._summaries: list[FindingSummary] = []
+        self._summaries: list = []  # FindingSummary rows
         self._selected: str | None = None
 
         content = QWidget(self)
@@ -199,6 +198,8 @@ class FindingsPanel(Panel):
         store = self.store
         assert store is not None
         try:
+            from workbench.core.findings_store import FindingsStore  # pydantic: not at start-up
+
             self._summaries = FindingsStore(store).list_findings()
             cons = store.count("cons_questions")
             escalations = store.count("cons_escalations", "status = 'open'")
@@ -257,6 +258,8 @@ class FindingsPanel(Panel):
             self.history.set_rows([])
             return
         try:
+            from workbench.core.findings_store import FindingsStore
+
             history = FindingsStore(store).history(finding_id, limit=500)
         except WorkbenchError as exc:
             self.history_label.setText(html.escape(str(exc)))
@@ -352,7 +355,7 @@ def _score(score: float | None) -> str:
     return "—" if score is None else f"{score:+.3f}"
 
 
-def _finding_row(s: FindingSummary) -> dict:
+def _finding_row(s) -> dict:  # s: a FindingSummary
     return {"status": s.status.value, "status_label": status_label(s.status.value), "id": s.id,
             "claim": s.claim, "score": _score(s.consensus_score), "k": s.k, "votes_total": s.votes_total,
             "last_vote": _time(s.last_vote_at)}
