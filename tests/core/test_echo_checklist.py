@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta
 
 import pytest
 
@@ -11,27 +10,9 @@ from workbench.core import echo_records as records
 from workbench.core.protocols.echo import AgentContext, EchoPlan, SimulatedAgent
 from workbench.core.protocols.echo_checklist import CHECKLIST, SessionFacts, checklist_status
 from workbench.core.protocols.echo_models import VerificationEntry
-from workbench.core.store import Store
 
 QUERY = ("Please weigh the next part of the design against the constraints we settled and list the "
          "risks you see in it today")
-
-
-@pytest.fixture
-def project(tmp_path):
-    store = Store.create(tmp_path / "p.rwb")
-    yield store
-    store.close_connection()
-
-
-@pytest.fixture
-def now():
-    t = [datetime(2026, 1, 31, 10, 0, 0)]
-
-    def tick() -> str:
-        t[0] += timedelta(seconds=1)
-        return t[0].isoformat(timespec="milliseconds") + "Z"
-    return tick
 
 
 def statuses(items) -> dict[str, str]:

@@ -21,18 +21,10 @@ from workbench.core.protocols.echo_markers import (
     parse_marker,
     parse_templates,
 )
-from workbench.core.store import Store
 
 MARKER_RE = re.compile(r"^[^—\[\]\"]+ — [0-9a-f]{6}$")
 SEED_EXAMPLES = ("the hand on the neck, the shape of the breath", "the weight of the morning",
                  "salt on the threshold", "the shape left by leaving")
-
-
-@pytest.fixture
-def project(tmp_path):
-    store = Store.create(tmp_path / "p.rwb")
-    yield store
-    store.close_connection()
 
 
 # ----- format and parsing -----------------------------------------------------------------------

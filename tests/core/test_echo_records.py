@@ -10,16 +10,8 @@ from pydantic import ValidationError
 from workbench.core import echo_records as records
 from workbench.core.protocols.echo_models import ResonanceAnchor, SessionSeed, VerificationEntry, next_session_id
 from workbench.core.protocols.echo_restore import Transition
-from workbench.core.store import Store
 
 MARKER = "the hand on the neck, the shape of the breath — 7f3a9c"
-
-
-@pytest.fixture
-def project(tmp_path):
-    store = Store.create(tmp_path / "p.rwb")
-    yield store
-    store.close_connection()
 
 
 def test_the_anchor_keeps_the_seed_fields_and_its_full_verification_history(project):

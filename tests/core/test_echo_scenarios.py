@@ -8,7 +8,6 @@ protocol notices within the check interval.
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta
 
 import pytest
 
@@ -20,28 +19,10 @@ from workbench.core.protocols.echo import (
     summary_keeping_markers,
 )
 from workbench.core.protocols.steps import AgentCall
-from workbench.core.store import Store
 
 QUERY = ("Please weigh the next part of the design against the constraints we settled and list the "
          "risks you see in it today")
 FULL = ["log", "read_seed", "new_session", "inject", "verify", "resume"]
-
-
-@pytest.fixture
-def project(tmp_path):
-    store = Store.create(tmp_path / "p.rwb")
-    yield store
-    store.close_connection()
-
-
-@pytest.fixture
-def now():
-    t = [datetime(2026, 1, 31, 10, 0, 0)]
-
-    def tick() -> str:
-        t[0] += timedelta(seconds=1)
-        return t[0].isoformat(timespec="milliseconds") + "Z"
-    return tick
 
 
 def plan(pattern="stateful", turns=8, interval=5, **kw) -> EchoPlan:

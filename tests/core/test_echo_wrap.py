@@ -21,7 +21,6 @@ from workbench.core.protocols.rcp_run import fenced
 from workbench.core.protocols.steps import AgentCall, AgentReply, Batch, Note
 from workbench.core.run_config import parse_run_config
 from workbench.core.sim import SimPanel
-from workbench.core.store import Store
 
 FULL = ["log", "read_seed", "new_session", "inject", "verify", "resume"]
 
@@ -441,13 +440,6 @@ def test_sim_hard_rejection_fails_the_call_and_a_new_session_restores_it():
 
 
 # ----- markers in the project file ---------------------------------------------------------------
-@pytest.fixture
-def project(tmp_path):
-    store = Store.create(tmp_path / "p.rwb")
-    yield store
-    store.close_connection()
-
-
 def test_issue_marker_for_returns_the_same_marker_for_the_same_key(project):
     project.insert("runs", {"id": "r1", "protocol": "rcp", "status": "running", "seed": 4,
                             "started_at": "2026-01-31T10:00:00.000Z"})

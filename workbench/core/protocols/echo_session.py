@@ -148,7 +148,7 @@ def echo_session(plan: EchoPlan, marker: Marker, *, new_marker: Callable[[], Mar
         events = _events(reply)
         st.wall = st.wall or CONTEXT_LIMIT in events
         text = reply.text if reply else None
-        footer_event = yield from _watch_footer(st, text, turn, quoting)
+        footer_event = yield from watch_footer(st.seed.agent, st.footer_states, st.marker.hex, text, turn, quoting)
         if footer_event:
             events.add("footer")
         st.seed = st.seed.with_exchange(f"user: {query}",
@@ -241,18 +241,20 @@ def outcome_notes(outcome: RestorationOutcome, *, pattern: str, run_id: str | No
                  data={"agent": agent, "marker_hex": lost_hex, "run_id": run_id, "reason": "escalated"})], seed
 
 
-def _watch_footer(st: _State, text: str | None, turn: int, quoting: Quoting):
-    """Record a change of the agent's footer state; True when it asks for a check
+def watch_footer(agent: str, footer_states: list[dict[str, Any]], marker_hex: str, text: str | None, turn: int,
+                 quoting: Quoting, run_id: str | None = None):
+    """Record a change of the agent's footer state (a Note); returns True when it asks for a check
     (Degraded or Recovering, or a footer hex that is not the current marker's)."""
     footer = find_footer(text, quoting)
     if footer is None:
         return False
-    previous = st.footer_states[-1]["state"] if st.footer_states else None
+    previous = footer_states[-1]["state"] if footer_states else None
     if footer.state != previous:
-        st.footer_states.append({"turn": turn, "state": footer.state})
-        yield Note("echo.footer", f"{st.seed.agent}: footer state {footer.state}",
-                   data={"agent": st.seed.agent, "turn": turn, **footer.model_dump()})
-    return footer.state != "Stable" or footer.resonance != st.marker.hex
+        footer_states.append({"turn": turn, "state": footer.state})
+        extra = {"run_id": run_id} if run_id is not None else {}
+        yield Note("echo.footer", f"{agent}: footer state {footer.state}",
+                   data={"agent": agent, "turn": turn, **extra, **footer.model_dump()})
+    return footer.state != "Stable" or footer.resonance != marker_hex
 
 
 def _anchor_note(agent: str, marker: str, session_id: str, pattern: str, run_id: str | None, at: str,

@@ -38,7 +38,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.echo_footer import find_footer
 from workbench.core.protocols.echo_inject import (
     DEFAULT_INTERVAL,
     DEFAULT_PROJECT,
@@ -58,6 +57,7 @@ from workbench.core.protocols.echo_session import (  # the session's own note fo
     _seed_note,
     _verification_note,
     outcome_notes,
+    watch_footer,
 )
 from workbench.core.protocols.echo_verify import verify_reply
 from workbench.core.protocols.rcp_run import fenced
@@ -348,7 +348,8 @@ class _EchoRun:
         events = _events(reply)
         s.wall = s.wall or CONTEXT_LIMIT in events
         quoting = quoting_for(sent)
-        if (yield from self._watch_footer(s, reply.text if reply else None, turn, quoting)):
+        if (yield from watch_footer(s.agent, s.footer_states, s.marker.hex, reply.text if reply else None, turn,
+                                    quoting, self.run_id)):
             events.add("footer")
         s.seed = s.seed.with_exchange(f"{call.purpose}: {_excerpt(_last_user(call.messages))}",
                                       f"{s.agent}: {_excerpt(inner.text if inner else None) or '(no reply)'}")
@@ -455,17 +456,6 @@ class _EchoRun:
                     item = engine.send(None)
         except StopIteration as stop:
             return stop.value
-
-    def _watch_footer(self, s: _Session, text: str | None, turn: int, quoting: Quoting):
-        footer = find_footer(text, quoting)
-        if footer is None:
-            return False
-        previous = s.footer_states[-1]["state"] if s.footer_states else None
-        if footer.state != previous:
-            s.footer_states.append({"turn": turn, "state": footer.state})
-            yield Note("echo.footer", f"{s.agent}: footer state {footer.state}",
-                       data={"agent": s.agent, "turn": turn, "run_id": self.run_id, **footer.model_dump()})
-        return footer.state != "Stable" or footer.resonance != s.marker.hex
 
     def _end(self):
         for s in self.sessions.values():
