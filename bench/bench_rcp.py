@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from workbench.core.protocols.rcp import classify_arrays, classify_payload
+from workbench.core.protocols.rcp.classify import classify_arrays, classify_payload
 
 SEED = 20240607
 N_CLUSTERS, PER_CLUSTER = 5, 6

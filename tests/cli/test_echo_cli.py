@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core.store import Store
+from workbench.core.project.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 MARKER_RE = re.compile(r"^[^—\n]+ — [0-9a-f]{6}$")

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workbench.core.schema import APPLICATION_ID, SCHEMA_VERSION
+from workbench.core.project.schema import APPLICATION_ID, SCHEMA_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 

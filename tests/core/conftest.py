@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from workbench.core.store import Store
+from workbench.core.project.store import Store
 
 
 @pytest.fixture

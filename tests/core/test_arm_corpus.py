@@ -15,14 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.arm import (
+from workbench.core.protocols.arm.api import (
     export_integrity_hash,
     metrics_report,
     parse_run,
     r1_claims,
     tfidf_convergence,
 )
-from workbench.core.protocols.arm_stored import NOTE_EMBEDDING, NOTE_NO_GATE
+from workbench.core.protocols.arm.stored import NOTE_EMBEDDING, NOTE_NO_GATE
 
 pytestmark = pytest.mark.corpus
 

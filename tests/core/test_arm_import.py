@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from workbench.core.arm_import import export_arm_run, import_arm_file, trace_from_columns
+from workbench.core.project.arm_import import export_arm_run, import_arm_file, trace_from_columns
 from workbench.core.errors import InputError
-from workbench.core.protocols.arm import parse_trace, trace_to_upstream
-from workbench.core.store import Store
+from workbench.core.protocols.arm.api import parse_trace, trace_to_upstream
+from workbench.core.project.store import Store
 
 
 @pytest.fixture

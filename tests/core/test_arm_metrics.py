@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from workbench.core.protocols.arm import (
+from workbench.core.protocols.arm.api import (
     Trace,
     claim_direction,
     delta_mismatch,

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.arm import (
+from workbench.core.protocols.arm.api import (
     ArmRunConfig,
     invariant_violations,
     metrics_report,
@@ -15,8 +15,8 @@ from workbench.core.protocols.arm import (
     run_arm,
     run_to_upstream,
 )
-from workbench.core.protocols.arm_stored import NOTE_EMBEDDING
-from workbench.core.protocols.steps import AgentCall, AgentReply, Batch, Note
+from workbench.core.protocols.arm.stored import NOTE_EMBEDDING
+from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 
 PROVIDERS = {"alpha": "p-alpha", "beta": "p-beta", "gamma": "p-gamma"}
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core import schema
+from workbench.core.project import schema
 from workbench.core.errors import InputError
-from workbench.core.protocols.arm import (
+from workbench.core.protocols.arm.api import (
     LEGACY,
     PARSE_FAILED,
     SCHEMA_V12,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.cons import (
+from workbench.core.protocols.cons.tally import (
     ConsQuestion,
     apply_challenge_round,
     classify_payload,
@@ -437,7 +437,7 @@ def test_run_rounds_steps_until_a_verdict(split_3_2: list[dict[str, Any]]) -> No
 
 def test_core_engine_imports_no_qt_or_litellm() -> None:
     root = Path(__file__).resolve().parents[2]
-    code = ("import sys, workbench.core.protocols.cons; "
+    code = ("import sys, workbench.core.protocols.cons.tally; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'PyQt6', 'pyqtgraph', 'litellm')]; "
             "print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,

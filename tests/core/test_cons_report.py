@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from workbench.core.protocols.cons import (
+from workbench.core.protocols.cons.tally import (
     classify_payload,
     evaluate,
     manifest_entry,
@@ -16,7 +16,7 @@ from workbench.core.protocols.cons import (
     report_status,
     voting_structure,
 )
-from workbench.core.protocols.cons_report import option_label
+from workbench.core.protocols.cons.report import option_label
 
 CODE = {"file": "src/map.py", "section": "save", "type": "code", "line": 12}
 MANIFEST_KEYS = ["id", "file", "title", "date", "status", "agent_type", "topics", "key_findings",

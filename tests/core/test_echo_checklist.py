@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from workbench.core import echo_records as records
-from workbench.core.protocols.echo import AgentContext, EchoPlan, SimulatedAgent
-from workbench.core.protocols.echo_checklist import CHECKLIST, SessionFacts, checklist_status
-from workbench.core.protocols.echo_models import VerificationEntry
+from workbench.core.project import echo as records
+from workbench.core.protocols.echo.api import AgentContext, EchoPlan, SimulatedAgent
+from workbench.core.protocols.echo.checklist import CHECKLIST, SessionFacts, checklist_status
+from workbench.core.protocols.echo.models import VerificationEntry
 
 QUERY = ("Please weigh the next part of the design against the constraints we settled and list the "
          "risks you see in it today")

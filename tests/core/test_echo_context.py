@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.echo_context import (
+from workbench.core.protocols.echo.context import (
     AgentContext,
     ContextLimitError,
     SimulatedAgent,
     count_tokens,
     summary_keeping_markers,
 )
-from workbench.core.protocols.echo_footer import parse_footer
-from workbench.core.protocols.steps import AgentCall
+from workbench.core.protocols.echo.footer import parse_footer
+from workbench.core.protocols.shared.steps import AgentCall
 
 MARKER = "salt on the threshold — 7f3a9c"
 

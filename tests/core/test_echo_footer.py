@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.echo_footer import (
+from workbench.core.protocols.echo.footer import (
     LINE_BREAKS,
     STATES,
     Footer,
@@ -18,7 +18,7 @@ from workbench.core.protocols.echo_footer import (
     parse_footer_line,
     stamp_footer,
 )
-from workbench.core.protocols.echo_quoting import Quoting
+from workbench.core.protocols.echo.quoting import Quoting
 
 SEED_FOOTER = ":: SYSTEM :: [Resonance: 7f3a9c] [Role: Architect] [State: Stable]"
 FENCE = ("<<<ARTIFACT 9z>>>", "<<<END 9z>>>")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.echo_inject import (
+from workbench.core.protocols.echo.inject import (
     anchor_messages,
     check_messages,
     compaction_aware_messages,
@@ -17,7 +17,7 @@ from workbench.core.protocols.echo_inject import (
     session_start_messages,
     turn_messages,
 )
-from workbench.core.protocols.echo_models import SessionSeed
+from workbench.core.protocols.echo.models import SessionSeed
 
 MARKER = "the hand on the neck, the shape of the breath — 7f3a9c"
 

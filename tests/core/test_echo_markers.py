@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from workbench.core import echo_records
+from workbench.core.project import echo as echo_records
 from workbench.core.errors import InputError
-from workbench.core.protocols.echo_markers import (
+from workbench.core.protocols.echo.markers import (
     HEX_SPACE,
     Marker,
     MarkerSpaceExhausted,

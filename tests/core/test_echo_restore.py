@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from workbench.core.protocols.echo import MarkerIssuer, drive
-from workbench.core.protocols.echo_models import SessionSeed
-from workbench.core.protocols.echo_restore import (
+from workbench.core.protocols.echo.api import MarkerIssuer, drive
+from workbench.core.protocols.echo.models import SessionSeed
+from workbench.core.protocols.echo.restore import (
     RestorationContext,
     RestorationError,
     Transition,
@@ -16,7 +16,7 @@ from workbench.core.protocols.echo_restore import (
     next_step,
     restore,
 )
-from workbench.core.protocols.steps import AgentReply, Batch, Note
+from workbench.core.protocols.shared.steps import AgentReply, Batch, Note
 
 LOST = "salt on the threshold — 7f3a9c"
 

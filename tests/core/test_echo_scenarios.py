@@ -11,14 +11,14 @@ import random
 
 import pytest
 
-from workbench.core import echo_records as records
-from workbench.core.protocols.echo import (
+from workbench.core.project import echo as records
+from workbench.core.protocols.echo.api import (
     AgentContext,
     EchoPlan,
     SimulatedAgent,
     summary_keeping_markers,
 )
-from workbench.core.protocols.steps import AgentCall
+from workbench.core.protocols.shared.steps import AgentCall
 
 QUERY = ("Please weigh the next part of the design against the constraints we settled and list the "
          "risks you see in it today")

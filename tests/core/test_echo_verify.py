@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.echo_markers import Marker
-from workbench.core.protocols.echo_quoting import Quoting, own_text, quoted_spans
-from workbench.core.protocols.echo_verify import verify_reply
+from workbench.core.protocols.echo.markers import Marker
+from workbench.core.protocols.echo.quoting import Quoting, own_text, quoted_spans
+from workbench.core.protocols.echo.verify import verify_reply
 
 MARKER = Marker("the hand on the neck, the shape of the breath", "7f3a9c")
 FENCE = ("<<<ARTIFACT 4d1e>>>", "<<<END ARTIFACT 4d1e>>>")

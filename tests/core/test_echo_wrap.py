@@ -13,13 +13,13 @@ import re
 
 import pytest
 
-from workbench.core import echo_records as records
+from workbench.core.project import echo as records
 from workbench.core.errors import InputError
-from workbench.core.protocols.echo import drive, find_markers
-from workbench.core.protocols.echo_wrap import echo_options, pattern_for, strip_echo_trailer, with_echo
-from workbench.core.protocols.rcp_run import fenced
-from workbench.core.protocols.steps import AgentCall, AgentReply, Batch, Note
-from workbench.core.run_config import parse_run_config
+from workbench.core.protocols.echo.api import drive, find_markers
+from workbench.core.protocols.echo.wrap import echo_options, pattern_for, strip_echo_trailer, with_echo
+from workbench.core.protocols.rcp.run import fenced
+from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
+from workbench.core.runs.config import parse_run_config
 from workbench.core.sim import SimPanel
 
 FULL = ["log", "read_seed", "new_session", "inject", "verify", "resume"]

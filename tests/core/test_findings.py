@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.findings import (
+from workbench.core.protocols.findings.book import (
     DEFAULT_THRESHOLD,
     STATUSES,
     TOLERANCE,

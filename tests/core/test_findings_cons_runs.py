@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from workbench.core.protocols.cons_run import CONDUCTOR, ConsAgent, ConsRunConfig, parse_ballot_reply, run_cons
-from workbench.core.protocols.findings_run import FindingsAgent, FindingsRunConfig, parse_finding_vote, run_findings
-from workbench.core.protocols.steps import AgentReply, Batch
+from workbench.core.protocols.cons.run import CONDUCTOR, ConsAgent, ConsRunConfig, parse_ballot_reply, run_cons
+from workbench.core.protocols.findings.run import FindingsAgent, FindingsRunConfig, parse_finding_vote, run_findings
+from workbench.core.protocols.shared.steps import AgentReply, Batch
 
 
 def drive(gen, answer):

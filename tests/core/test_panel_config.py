@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from workbench.core.panel_config import ClusterConfig, ProviderConfig
-from workbench.core.store import Store
+from workbench.core.runs.providers import ClusterConfig, ProviderConfig
+from workbench.core.project.store import Store
 
 SECRET = "sk-live-THIS-IS-A-SECRET-9f8e7d6c5b4a"
 

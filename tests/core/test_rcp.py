@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.rcp import (
+from workbench.core.protocols.rcp.classify import (
     TIERS,
     classify_arrays,
     classify_payload,
@@ -480,7 +480,7 @@ def test_classify_arrays_ignores_the_author_cell_and_rejects_bad_values():
 
 def test_core_does_not_load_qt():
     import subprocess
-    code = ("import sys, workbench.core.protocols.rcp as r; r.classify_payload({'clusters': "
+    code = ("import sys, workbench.core.protocols.rcp.classify as r; r.classify_payload({'clusters': "
             "[{'name': 'a', 'agents': ['x']}], 'artifacts': []}); "
             "print([m for m in sys.modules if m.startswith(('PySide6', 'litellm', 'pyqtgraph'))])")
     root = Path(__file__).resolve().parents[2]

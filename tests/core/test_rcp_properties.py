@@ -9,7 +9,7 @@ import statistics
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.core.protocols.rcp import TIERS, classify_payload
+from workbench.core.protocols.rcp.classify import TIERS, classify_payload
 
 SETTINGS = settings(deadline=None, derandomize=True, max_examples=150)
 # Tier "height" for monotonicity: adding an approval never moves an artifact down this scale.

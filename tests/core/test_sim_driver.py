@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from workbench.core.protocols import echo
-from workbench.core.protocols.arm import ArmRunConfig, run_arm
-from workbench.core.protocols.cons_run import CONDUCTOR, ConsAgent, ConsRunConfig, run_cons
-from workbench.core.protocols.findings_run import FindingsAgent, FindingsRunConfig, run_findings
-from workbench.core.protocols.rcp_run import RcpAgent, RcpRunConfig, run_rcp
-from workbench.core.protocols.steps import AgentCall, AgentReply, Batch, Note
+from workbench.core.protocols.echo import api as echo
+from workbench.core.protocols.arm.api import ArmRunConfig, run_arm
+from workbench.core.protocols.cons.run import CONDUCTOR, ConsAgent, ConsRunConfig, run_cons
+from workbench.core.protocols.findings.run import FindingsAgent, FindingsRunConfig, run_findings
+from workbench.core.protocols.rcp.run import RcpAgent, RcpRunConfig, run_rcp
+from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 from workbench.core.sim import Scenario, SimError, SimPanel
 
 HUMAN_DECISION = "Adopt the leading option, and revisit it after one release."

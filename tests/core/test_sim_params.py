@@ -14,11 +14,11 @@ import pytest
 from pydantic import ValidationError
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.arm import metrics_report, parse_reply, run_to_upstream
-from workbench.core.protocols.cons_run import parse_ballot_reply
-from workbench.core.protocols.findings_run import parse_finding_vote
-from workbench.core.protocols.rcp_run import parse_vote
-from workbench.core.protocols.steps import AgentCall
+from workbench.core.protocols.arm.api import metrics_report, parse_reply, run_to_upstream
+from workbench.core.protocols.cons.run import parse_ballot_reply
+from workbench.core.protocols.findings.run import parse_finding_vote
+from workbench.core.protocols.rcp.run import parse_vote
+from workbench.core.protocols.shared.steps import AgentCall
 from workbench.core.sim import SimError, SimPanel, SimPersona, approval_probability, default_bank, infer_stance
 from tests.core.test_sim_driver import (
     CONS_PERSONAS,

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from workbench.core.protocols.arm import invariant_violations, metrics_report, run_to_upstream
-from workbench.core.protocols.arm_metrics import verdict_of
-from workbench.core.protocols.cons_run import parse_ballot_reply
-from workbench.core.protocols.findings_run import parse_finding_vote
-from workbench.core.protocols.rcp_run import parse_ballot, parse_vote
+from workbench.core.protocols.arm.api import invariant_violations, metrics_report, run_to_upstream
+from workbench.core.protocols.arm.metrics import verdict_of
+from workbench.core.protocols.cons.run import parse_ballot_reply
+from workbench.core.protocols.findings.run import parse_finding_vote
+from workbench.core.protocols.rcp.run import parse_ballot, parse_vote
 from workbench.core.sim import default_bank
 from tests.core.test_sim_driver import (
     HUMAN_DECISION,

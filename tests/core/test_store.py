@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.core.store_samples import SAMPLE_ROWS
-from workbench.core import store as store_module
-from workbench.core.project_file import ProjectError
-from workbench.core.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
-from workbench.core.store import Store, journal_mode_for
+from workbench.core.project import store as store_module
+from workbench.core.project.files import ProjectError
+from workbench.core.project.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from workbench.core.project.store import Store, journal_mode_for
 
 
 def sha(path: Path) -> str:

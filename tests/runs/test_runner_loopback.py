@@ -8,9 +8,9 @@ import re
 import pytest
 
 from tests.support.fake_llm_server import FakeLLMServer, Reply
-from workbench.core.run_config import parse_run_config
-from workbench.core.store import Store
-from workbench.services.runner import Runner
+from workbench.core.runs.config import parse_run_config
+from workbench.core.project.store import Store
+from workbench.services.runs.runner import Runner
 
 SECRET = "sk-loopback-SECRET-0123456789abcdef"
 

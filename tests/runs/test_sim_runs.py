@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core.batch import expand_batch
-from workbench.core.run_config import parse_run_config
-from workbench.core.run_export import run_records
-from workbench.core.store import Store
-from workbench.services.runner import Runner
+from workbench.core.runs.batch import expand_batch
+from workbench.core.runs.config import parse_run_config
+from workbench.core.project.export import run_records
+from workbench.core.project.store import Store
+from workbench.services.runs.runner import Runner
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_runs"
 

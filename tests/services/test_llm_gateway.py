@@ -11,8 +11,8 @@ import time
 import pytest
 
 from tests.support.fake_llm_server import FakeClock, FakeLLMServer, Reply
-from workbench.services.llm import NO_KEY_PLACEHOLDER, Gateway, ResponseCache, warm_up
-from workbench.services.llm_limits import Backoff
+from workbench.services.llm.gateway import NO_KEY_PLACEHOLDER, Gateway, ResponseCache, warm_up
+from workbench.services.llm.limits import Backoff
 
 FAST = Backoff(base_s=0.01, cap_s=0.05)
 HI = [{"role": "user", "content": "Say hello"}]
@@ -352,7 +352,7 @@ def test_importing_the_gateway_does_not_import_litellm():
     import subprocess
     import sys
 
-    code = ("import sys\nimport workbench.services.llm as llm\n"
+    code = ("import sys\nimport workbench.services.llm.gateway as llm\n"
             "g = llm.Gateway({'p': {'model': 'openai/x', 'api_base': 'http://127.0.0.1:9/v1'}})\n"
             "print('litellm' in sys.modules, llm.is_ready(), any(m.startswith('PySide6') for m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)

@@ -13,11 +13,11 @@ from datetime import datetime, timezone
 import pytest
 
 from tests.support.fake_llm_server import FakeClock
-from workbench.services import llm_secrets
-from workbench.services.llm_cache import MemoryCacheBackend, ResponseCache, cache_key
-from workbench.services.llm_limits import Backoff, ConcurrencyGate, RateLimiter, parse_retry_after
-from workbench.services.llm_result import CallResult
-from workbench.services.llm_secrets import (MissingKey, SecretFilter, keyring_entry, resolve_key, scrub,
+from workbench.services.llm import secrets as llm_secrets
+from workbench.services.llm.cache import MemoryCacheBackend, ResponseCache, cache_key
+from workbench.services.llm.limits import Backoff, ConcurrencyGate, RateLimiter, parse_retry_after
+from workbench.services.llm.result import CallResult
+from workbench.services.llm.secrets import (MissingKey, SecretFilter, keyring_entry, resolve_key, scrub,
                                             scrub_value)
 
 

@@ -19,9 +19,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from workbench.core.findings_store import FindingsStore
-from workbench.core.store import Store
-from workbench.services.mcp_http import READY_PREFIX
+from workbench.core.project.findings import FindingsStore
+from workbench.core.project.store import Store
+from workbench.services.mcp.http import READY_PREFIX
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 30

@@ -40,8 +40,8 @@ def run_host(project: str, first: int, count: int, votes_each: int) -> dict:
     import mcp_types as types
     from mcp import Client
 
-    from workbench.core.store import Store
-    from workbench.services.mcp_server import ConsensusServer
+    from workbench.core.project.store import Store
+    from workbench.services.mcp.server import ConsensusServer
 
     latencies: list[float] = []
     errors: list[str] = []
@@ -76,8 +76,8 @@ def run_host(project: str, first: int, count: int, votes_each: int) -> dict:
 
 def run_gui(project: str, stop_file: str, ready_file: str) -> dict:
     """Writes and reads the way the GUI does, until ``stop_file`` appears."""
-    from workbench.core.findings_store import FindingsStore
-    from workbench.core.store import Store
+    from workbench.core.project.findings import FindingsStore
+    from workbench.core.project.store import Store
 
     store = Store.open(project)
     findings = FindingsStore(store)
@@ -123,9 +123,9 @@ def run_gui(project: str, stop_file: str, ready_file: str) -> dict:
 # ----- the test ------------------------------------------------------------------------------
 @pytest.mark.timeout(TIMEOUT_S + 60)
 def test_twenty_clients_and_the_gui_write_one_file_and_nothing_is_lost(tmp_path):
-    from workbench.core.findings_store import FindingsStore
-    from workbench.core.protocols.findings import Vote, consensus
-    from workbench.core.store import Store
+    from workbench.core.project.findings import FindingsStore
+    from workbench.core.protocols.findings.book import Vote, consensus
+    from workbench.core.project.store import Store
 
     project = tmp_path / "load.rwb"
     store = Store.create(project)

@@ -11,10 +11,10 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from workbench.core.findings_store import FindingsStore
-from workbench.core.schema import SCHEMA_VERSION
-from workbench.core.store import Store, utc_now
-from workbench.services.mcp_server import ConsensusServer
+from workbench.core.project.findings import FindingsStore
+from workbench.core.project.schema import SCHEMA_VERSION
+from workbench.core.project.store import Store, utc_now
+from workbench.services.mcp.server import ConsensusServer
 
 TOOLS = {"submit_vote", "get_consensus_results", "get_challenged_findings", "create_finding",
          "list_findings", "get_finding_history"}

@@ -16,8 +16,8 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from workbench.core.findings_store import FindingsStore
-from workbench.core.store import Store
+from workbench.core.project.findings import FindingsStore
+from workbench.core.project.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 60

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core.demo import build_demo
-from workbench.core.protocols.steps import AgentCall
-from workbench.core.run_config import parse_run_config
-from workbench.core.store import Store
-from workbench.services.agents import AgentRouter
-from workbench.services.manual_agents import QtManualAgents
+from workbench.core.project.demo import build_demo
+from workbench.core.protocols.shared.steps import AgentCall
+from workbench.core.runs.config import parse_run_config
+from workbench.core.project.store import Store
+from workbench.services.runs.agents import AgentRouter
+from workbench.services.runs.manual_agents import QtManualAgents
 from workbench.services.project_model import ProjectModel
-from workbench.services.run_service import RunService
+from workbench.services.runs.service import RunService
 from workbench.services.workers import live_workers
 
 WAIT_MS = 15_000

@@ -110,7 +110,7 @@ def test_a_real_litellm_stream_reads_the_fake_server():
     import os
 
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    from workbench.services.llm import _load
+    from workbench.services.llm.gateway import _load
 
     litellm = _load()  # as configured by the gateway (no logging threads)
     with FakeLLMServer(Reply(text="streamed through litellm")) as server:

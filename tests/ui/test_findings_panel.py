@@ -18,9 +18,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
 from tests.ui.conftest import WAIT_MS
-from workbench.core.findings_store import FindingsStore
-from workbench.core.store import Store
-from workbench.services.mcp_process import McpServerProcess, client_config, rwb_command
+from workbench.core.project.findings import FindingsStore
+from workbench.core.project.store import Store
+from workbench.services.mcp.process import McpServerProcess, client_config, rwb_command
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER_WAIT_MS = 30_000
@@ -42,8 +42,8 @@ def make_project(path: Path) -> Path:
 
 def vote_from_another_process(path: Path, *votes: tuple[str, str, str, float]) -> None:
     code = ("import sys\n"
-            "from workbench.core.store import Store\n"
-            "from workbench.core.findings_store import FindingsStore\n"
+            "from workbench.core.project.store import Store\n"
+            "from workbench.core.project.findings import FindingsStore\n"
             f"s = Store.open({str(path)!r})\n"
             "f = FindingsStore(s)\n"
             f"for fid, agent, vote, c in {list(votes)!r}:\n"
@@ -190,6 +190,7 @@ def test_the_client_config_has_both_forms():
 
 
 def test_the_gui_reads_the_ready_line_the_server_writes():
-    from workbench.services import mcp_http, mcp_process
+    from workbench.services.mcp import http as mcp_http
+    from workbench.services.mcp import process as mcp_process
 
     assert mcp_process.READY_PREFIX == mcp_http.READY_PREFIX

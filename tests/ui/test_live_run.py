@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QApplication
 
 from tests.services.test_run_service import DEMO_CALLS, cons_config, demo_project, read, slow_sim
 from tests.ui.conftest import WAIT_MS
-from workbench.core.store import Store, utc_now
+from workbench.core.project.store import Store, utc_now
 from workbench.services.workers import live_workers
 from workbench.ui.panels.live_run_panel import GREY, SIM_NOTE
 

@@ -7,8 +7,8 @@ import sqlite3
 from PySide6.QtWidgets import QDockWidget
 
 from tests.ui.conftest import WAIT_MS
-from workbench.core.schema import APPLICATION_ID, MIGRATIONS
-from workbench.core.store import Store
+from workbench.core.project.schema import APPLICATION_ID, MIGRATIONS
+from workbench.core.project.store import Store
 from workbench.services.project_model import ProjectModel
 from workbench.ui import prompts
 from workbench.ui.main_window import MainWindow

@@ -8,9 +8,9 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 
 from tests.ui.conftest import WAIT_MS
-from workbench.core.demo import build_demo
+from workbench.core.project.demo import build_demo
 from workbench.core.sim.persona import SimPersona
-from workbench.core.store import Store
+from workbench.core.project.store import Store
 from workbench.ui.widgets.persona_editor import PersonaEditor, _UnitField, persona_fields
 
 

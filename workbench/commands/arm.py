@@ -23,7 +23,7 @@ def _add_metrics(p: argparse.ArgumentParser) -> None:
 
 def _run_metrics(args: argparse.Namespace) -> int:
     from workbench.core.errors import InputError
-    from workbench.core.protocols.arm import metrics_report
+    from workbench.core.protocols.arm.api import metrics_report
 
     payload = read_json(args.file)
     try:
@@ -44,9 +44,9 @@ def _run_import(args: argparse.Namespace) -> int:
     import sys
     from dataclasses import asdict
 
-    from workbench.core.arm_import import import_arm_file
+    from workbench.core.project.arm_import import import_arm_file
     from workbench.core.errors import InputError
-    from workbench.core.store import Store
+    from workbench.core.project.store import Store
 
     store = Store.open(args.project)
     results, failed = [], 0
@@ -71,9 +71,9 @@ def _add_export(p: argparse.ArgumentParser) -> None:
 
 
 def _run_export(args: argparse.Namespace) -> int:
-    from workbench.core.arm_import import export_arm_run
-    from workbench.core.protocols.arm_js import js_stringify
-    from workbench.core.store import Store
+    from workbench.core.project.arm_import import export_arm_run
+    from workbench.core.protocols.arm.js import js_stringify
+    from workbench.core.project.store import Store
 
     from pathlib import Path
 

@@ -9,7 +9,7 @@ import sys
 from workbench.commands.io import print_json, read_json
 
 # Engine modules under workbench.core.protocols; each exposes classify_payload(payload).
-ENGINES = {"rcp": "rcp", "findings": "findings", "cons": "cons"}
+ENGINES = {"rcp": "rcp.classify", "findings": "findings.book", "cons": "cons.tally"}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

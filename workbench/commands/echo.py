@@ -56,7 +56,7 @@ def _quoting_args(p: argparse.ArgumentParser) -> None:
 
 
 def _quoting(args: argparse.Namespace):
-    from workbench.core.protocols.echo_quoting import Quoting
+    from workbench.core.protocols.echo.quoting import Quoting
 
     for open_, close in args.delimiters:
         if not open_ or not close:
@@ -65,12 +65,12 @@ def _quoting(args: argparse.Namespace):
 
 
 def run_marker(args: argparse.Namespace) -> int:
-    from workbench.core.protocols.echo_markers import generate_marker, make_rng
+    from workbench.core.protocols.echo.markers import generate_marker, make_rng
 
     rng = make_rng(args.seed)
     if args.project:
-        from workbench.core.echo_records import issue_marker
-        from workbench.core.store import Store
+        from workbench.core.project.echo import issue_marker
+        from workbench.core.project.store import Store
 
         store = Store.open(args.project)
         try:
@@ -84,7 +84,7 @@ def run_marker(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from workbench.core.protocols.echo_verify import expected_hex_of, verify_reply
+    from workbench.core.protocols.echo.verify import expected_hex_of, verify_reply
 
     expected = expected_hex_of(args.marker)  # a malformed marker is an InputError: exit 2
     quoting = _quoting(args)
@@ -94,7 +94,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def run_footer(args: argparse.Namespace) -> int:
-    from workbench.core.protocols.echo_footer import locate_footer
+    from workbench.core.protocols.echo.footer import locate_footer
 
     quoting = _quoting(args)
     footer, line = locate_footer(read_text(args.file), quoting)  # FooterError: exit 1 with the reason

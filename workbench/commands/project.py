@@ -23,8 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_new(args: argparse.Namespace) -> int:
-    from workbench.core.project_file import with_suffix
-    from workbench.core.store import Store
+    from workbench.core.project.files import with_suffix
+    from workbench.core.project.store import Store
 
     store = Store.create(with_suffix(args.file), args.name)
     try:
@@ -35,7 +35,7 @@ def run_new(args: argparse.Namespace) -> int:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    from workbench.core.store import Store
+    from workbench.core.project.store import Store
 
     store = Store.open(args.file)
     try:
@@ -48,7 +48,7 @@ def run_info(args: argparse.Namespace) -> int:
 def run_demo(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from workbench.core.demo import build_demo, demo_path
+    from workbench.core.project.demo import build_demo, demo_path
 
     print(build_demo(Path(args.out) if args.out else demo_path()))
     return 0

@@ -63,7 +63,7 @@ class _Progress:
 def _open_or_create(path: str):
     from pathlib import Path
 
-    from workbench.core.store import Store
+    from workbench.core.project.store import Store
 
     return Store.open(path) if Path(path).exists() else Store.create(path)
 
@@ -72,7 +72,7 @@ def _execute(store, runner_call, quiet: bool) -> int:
     import signal
     import threading
 
-    from workbench.services.runner import Runner
+    from workbench.services.runs.runner import Runner
 
     cancel = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())  # Ctrl+C: stop cleanly, resumable
@@ -88,8 +88,8 @@ def _execute(store, runner_call, quiet: bool) -> int:
 
 
 def run_run(args: argparse.Namespace) -> int:
-    from workbench.core.batch import is_batch
-    from workbench.core.run_config import parse_run_config, read_config_file
+    from workbench.core.runs.batch import is_batch
+    from workbench.core.runs.config import parse_run_config, read_config_file
 
     data = read_config_file(args.config)
     if is_batch(data):
@@ -97,7 +97,7 @@ def run_run(args: argparse.Namespace) -> int:
     cfg = parse_run_config(data)
     store = _open_or_create(args.project)
     try:
-        from workbench.services.runner import Runner
+        from workbench.services.runs.runner import Runner
 
         run_id = Runner(store).create(cfg)
         print(run_id, flush=True)
@@ -110,9 +110,9 @@ def _run_batch(data: dict, args: argparse.Namespace) -> int:
     """Every run of the batch in turn; prints the batch id, each run id, then the batch summary."""
     import os
 
-    from workbench.core.batch import expand_batch
-    from workbench.core.store import utc_now
-    from workbench.services.runner import Runner
+    from workbench.core.runs.batch import expand_batch
+    from workbench.core.project.store import utc_now
+    from workbench.services.runs.runner import Runner
 
     spec, runs = expand_batch(data)
     store = _open_or_create(args.project)
@@ -138,8 +138,8 @@ def _run_batch(data: dict, args: argparse.Namespace) -> int:
 
 
 def run_resume(args: argparse.Namespace) -> int:
-    from workbench.core.store import Store
-    from workbench.services.runner import mark_stale_runs
+    from workbench.core.project.store import Store
+    from workbench.services.runs.runner import mark_stale_runs
 
     store = Store.open(args.project)
     try:
@@ -151,7 +151,7 @@ def run_resume(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    from workbench.core.store import Store
+    from workbench.core.project.store import Store
 
     store = Store.open(args.project)
     try:
@@ -167,8 +167,8 @@ def run_replay(args: argparse.Namespace) -> int:
 
 def run_runs(args: argparse.Namespace) -> int:
     from workbench.commands.io import print_json
-    from workbench.core.store import Store
-    from workbench.services.runner import mark_stale_runs
+    from workbench.core.project.store import Store
+    from workbench.services.runs.runner import mark_stale_runs
 
     store = Store.open(args.project)
     try:
@@ -186,8 +186,8 @@ def run_runs(args: argparse.Namespace) -> int:
 def run_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from workbench.core import run_export
-    from workbench.core.store import Store
+    from workbench.core.project import export as run_export
+    from workbench.core.project.store import Store
 
     store = Store.open(args.project)
     try:

@@ -33,8 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from workbench.core.errors import InputError
-    from workbench.core.store import Store
-    from workbench.services.mcp_server import configure_logging
+    from workbench.core.project.store import Store
+    from workbench.services.mcp.server import configure_logging
 
     if not 0 <= args.port <= 65535:
         raise InputError("--port", f"must be from 0 to 65535, not {args.port}")
@@ -48,11 +48,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"rwb serve-mcp: {store.report.read_only_reason} Votes cannot be stored; reads still work.",
               file=sys.stderr)
     if args.http:
-        from workbench.services.mcp_http import serve_http
+        from workbench.services.mcp.http import serve_http
 
         serve_http(store, port=args.port, extra_hosts=args.allow_host, extra_origins=args.allow_origin)
     else:
-        from workbench.services.mcp_server import serve_stdio
+        from workbench.services.mcp.server import serve_stdio
 
         serve_stdio(store)
     return 0

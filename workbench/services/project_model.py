@@ -14,9 +14,9 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from workbench.core.changes import Changes
+from workbench.core.project.changes import Changes
 from workbench.core.errors import WorkbenchError
-from workbench.core.store import Store
+from workbench.core.project.store import Store
 from workbench.services.workers import JobError, WorkerPool
 
 

@@ -29,7 +29,7 @@ def run_app(file: str | None = None, *, demo: bool = False, exit_when_shown: boo
     window.show()
 
     if demo:
-        from workbench.core.demo import demo_path, ensure_demo
+        from workbench.core.project.demo import demo_path, ensure_demo
 
         window.model.open_prepared(demo_path(), ensure_demo)
     elif file:

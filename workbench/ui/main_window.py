@@ -10,11 +10,11 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QMenu, QProgressBar,
                                QPushButton, QToolBar, QWidget)
 
-from workbench.core.changes import Changes
-from workbench.core.store import Store
-from workbench.services.manual_agents import QtManualAgents
+from workbench.core.project.changes import Changes
+from workbench.core.project.store import Store
+from workbench.services.runs.manual_agents import QtManualAgents
 from workbench.services.project_model import ProjectModel
-from workbench.services.run_service import RunService
+from workbench.services.runs.service import RunService
 from workbench.ui import prompts
 from workbench.ui.panels import ALL_PANELS
 from workbench.ui.panels.base import Panel
@@ -235,7 +235,7 @@ class MainWindow(QMainWindow):
         outcome: dict[str, list] = {"done": [], "refused": []}
 
         def job(store) -> Changes:
-            from workbench.core.arm_import import import_arm_file
+            from workbench.core.project.arm_import import import_arm_file
             from workbench.core.errors import InputError
 
             changes = Changes()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QWidget
 
-from workbench.core.project_file import with_suffix
+from workbench.core.project.files import with_suffix
 
 PROJECT_FILTER = "Workbench projects (*.rwb);;All files (*)"
 

@@ -1,6 +1,6 @@
 """sim, the built-in simulated panel: every protocol runnable offline, with no key and no server.
 
-Given the exact request a protocol generator makes (an :class:`~workbench.core.protocols.steps.AgentCall`),
+Given the exact request a protocol generator makes (an :class:`~workbench.core.protocols.shared.steps.AgentCall`),
 sim returns the reply TEXT a model would return, so the reply goes through the same parsing,
 validation and recording path as a real model's. It is deterministic from the run seed, and
 everything it makes is labelled simulated (``SimReply.meta["simulated"] is True``; the runner

@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any
 
-from workbench.core.protocols.arm_prompts import FRAMES, frame_text
+from workbench.core.protocols.arm.prompts import FRAMES, frame_text
 from workbench.core.sim.scenarios import Scenario
 from workbench.core.sim.text import Ask, as_clause, clamp, closest, pick_near, r2, verdict_for
 

@@ -1,6 +1,6 @@
 """sim's Resonance Echo agents: the engine's :class:`SimulatedAgent` with readable work replies.
 
-The context model is the engine's own (:class:`~workbench.core.protocols.echo_context.AgentContext`
+The context model is the engine's own (:class:`~workbench.core.protocols.echo.context.AgentContext`
 with the persona's ``context_budget`` and ``overflow``): every message of every call goes into
 the agent's window, and what falls out is gone. The agent recites a marker only while a whole
 marker is still inside that window; overflow events it is aware of (``compaction``,
@@ -13,7 +13,7 @@ recital the ``[Resonance check: ...]`` token asks for. Explicit checks (purpose 
 answered by the engine's agent: ``Resonance: "<marker>"`` or "I cannot find a resonance marker".
 The malformed knob does not apply: a lost marker is Echo's own kind of invalid reply.
 
-In a run wrapped in Echo (``workbench.core.protocols.echo_wrap``) EVERY call of the agent goes
+In a run wrapped in Echo (``workbench.core.protocols.echo.wrap``) EVERY call of the agent goes
 through its window, not only Echo's own turns and checks: :meth:`EchoSimAgent.answer_in_session`
 rebuilds the window from ``call.meta["echo"]["session"]`` (the agent's earlier calls and replies,
 in the conductor's order), adds the call, and writes the reply with ``work`` (the protocol's own
@@ -35,10 +35,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workbench.core.protocols.echo_context import CONTEXT_LIMIT, AgentContext, ContextLimitError, SimulatedAgent
-from workbench.core.protocols.echo_footer import stamp_footer
-from workbench.core.protocols.echo_markers import Marker, find_markers
-from workbench.core.protocols.steps import AgentCall, AgentReply
+from workbench.core.protocols.echo.context import CONTEXT_LIMIT, AgentContext, ContextLimitError, SimulatedAgent
+from workbench.core.protocols.echo.footer import stamp_footer
+from workbench.core.protocols.echo.markers import Marker, find_markers
+from workbench.core.protocols.shared.steps import AgentCall, AgentReply
 from workbench.core.sim.persona import SimPersona
 from workbench.core.sim.scenarios import ScenarioBank
 from workbench.core.sim.text import digest, join_sentences

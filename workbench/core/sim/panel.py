@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.steps import AgentCall, AgentReply
+from workbench.core.protocols.shared.steps import AgentCall, AgentReply
 from workbench.core.sim import arm, arm_r2, cons, findings, rcp
 from workbench.core.sim.echo import EchoSimAgent
 from workbench.core.sim.persona import SIM_MODEL, SimError, SimPersona, SimReply

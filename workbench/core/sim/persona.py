@@ -14,8 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from workbench.core.errors import InputError, WorkbenchError, from_pydantic
-from workbench.core.protocols.echo_context import BEHAVIOURS
-from workbench.core.protocols.steps import AgentReply
+from workbench.core.protocols.echo.context import BEHAVIOURS
+from workbench.core.protocols.shared.steps import AgentReply
 
 SIM_MODEL = "sim"
 UNIT_FIELDS = ("stance", "strictness", "sycophancy", "confidence", "drift", "verbosity", "flip_rate",

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.core.protocols.steps import AgentCall
+from workbench.core.protocols.shared.steps import AgentCall
 from workbench.core.sim.persona import SimPersona
 from workbench.core.sim.scenarios import Scenario, ScenarioBank, Statement, norm
 

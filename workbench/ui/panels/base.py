@@ -10,8 +10,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from workbench.core.changes import Changes
-from workbench.core.store import Store
+from workbench.core.project.changes import Changes
+from workbench.core.project.store import Store
 from workbench.services.project_model import ProjectModel
 
 

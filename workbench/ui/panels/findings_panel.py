@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.core.errors import WorkbenchError
-from workbench.services.mcp_process import McpServerProcess, client_config_text
+from workbench.services.mcp.process import McpServerProcess, client_config_text
 from workbench.services.project_model import ProjectModel
 from workbench.ui.panels.base import Panel
 from workbench.ui.widgets.record_table import RecordTable
@@ -198,7 +198,7 @@ class FindingsPanel(Panel):
         store = self.store
         assert store is not None
         try:
-            from workbench.core.findings_store import FindingsStore  # pydantic: not at start-up
+            from workbench.core.project.findings import FindingsStore  # pydantic: not at start-up
 
             self._summaries = FindingsStore(store).list_findings()
             cons = store.count("cons_questions")
@@ -258,7 +258,7 @@ class FindingsPanel(Panel):
             self.history.set_rows([])
             return
         try:
-            from workbench.core.findings_store import FindingsStore
+            from workbench.core.project.findings import FindingsStore
 
             history = FindingsStore(store).history(finding_id, limit=500)
         except WorkbenchError as exc:

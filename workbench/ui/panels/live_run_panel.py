@@ -14,10 +14,10 @@ from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSplitter, QVBoxLayout, QWidget
 
-from workbench.core.protocols.steps import AgentCall
-from workbench.services.manual_agents import QtManualAgents
+from workbench.core.protocols.shared.steps import AgentCall
+from workbench.services.runs.manual_agents import QtManualAgents
 from workbench.services.project_model import ProjectModel
-from workbench.services.run_service import RunService
+from workbench.services.runs.service import RunService
 from workbench.ui.panels.base import Panel
 from workbench.ui.widgets.manual_prompt import ACCENT, ManualPromptBox, escape_html
 from workbench.ui.widgets.record_table import RecordTable

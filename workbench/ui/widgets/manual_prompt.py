@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QTextBrowser, QVBoxLayout, QWidget
 
-from workbench.core.protocols.steps import AgentCall
+from workbench.core.protocols.shared.steps import AgentCall
 
 ACCENT = "#1f5fa8"  # a person is needed
 

@@ -17,8 +17,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QLineEdit,
                                QPushButton, QScrollArea, QSlider, QVBoxLayout, QWidget)
 
-from workbench.core.changes import Changes
-from workbench.core.store import Store
+from workbench.core.project.changes import Changes
+from workbench.core.project.store import Store
 from workbench.services.project_model import ProjectModel
 
 ERROR = "#b3261e"

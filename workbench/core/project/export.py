@@ -1,0 +1,117 @@
+"""Exporting a run: JSONL and CSV (one record per call, artifact, vote, trace...) and a Markdown report.
+
+Every record says whether it is simulated. Nothing secret is in a project file to begin with
+(providers name where keys live, and the gateway scrubs replies and errors), so an export
+cannot leak a key either.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+
+from workbench.core.errors import InputError
+from workbench.core.project.store import Store
+
+TIER_ORDER = ("positive_consensus", "positive_polar", "negative_polar", "negative_consensus")
+
+
+def run_records(store: Store, run_id: str) -> Iterator[dict]:
+    run = store.get("runs", run_id)
+    if run is None:
+        raise InputError("run", f"no run {run_id!r} in this project")
+    sim = bool(run["simulated"])
+    yield {"kind": "run", "id": run_id, "protocol": run["protocol"], "label": run["label"], "status": run["status"],
+           "seed": run["seed"], "dispatch": run["dispatch"], "simulated": sim, "source": run["source"],
+           "started_at": run["started_at"], "finished_at": run["finished_at"], "error": run["error"]}
+    for r in store.rows("llm_calls", "run_id = ?", (run_id,), order_by="id"):
+        yield {"kind": "call", "id": r["id"], "step_key": r["step_key"], "agent": r["agent_id"], "purpose": r["purpose"],
+               "provider": r["provider"], "model": r["model"], "status": r["status"], "attempts": r["attempts"],
+               "error": r["error"], "error_kind": r["error_kind"], "prompt_tokens": r["prompt_tokens"],
+               "completion_tokens": r["completion_tokens"], "cost_usd": r["cost_usd"], "cost_source": r["cost_source"],
+               "latency_ms": r["latency_ms"], "request": r["request_json"], "reply": r["reply_text"],
+               "simulated": bool(r["simulated"])}
+    authors = {}
+    for a in store.rows("artifacts", "run_id = ?", (run_id,), order_by="id"):
+        authors[a["id"]] = (a["key"], a["author_agent"])
+        yield {"kind": "artifact", "id": a["key"], "author": a["author_agent"], "cluster": a["author_cluster"],
+               "text": a["content"], "simulated": bool(a["simulated"])}
+    for v in store.rows("votes", "run_id = ?", (run_id,), order_by="id"):
+        key, author = authors.get(v["artifact_id"], (None, None))
+        yield {"kind": "vote", "artifact": key, "voter": v["voter_agent"], "author": author, "value": v["value"],
+               "status": v["status"], "reason": v["reason"], "simulated": bool(v["simulated"])}
+    for f in store.rows("finding_votes", "run_id = ?", (run_id,), order_by="id"):
+        yield {"kind": "finding_vote", "finding": f["finding_id"], "agent": f["agent"], "vote_type": f["vote_type"],
+               "confidence": f["confidence"], "reason": f["reason"], "status": f["status"],
+               "invalid_reason": f["invalid_reason"], "simulated": bool(f["simulated"])}
+    for b in store.query("SELECT b.* FROM cons_ballots b JOIN cons_questions q ON q.id = b.question_id "
+                         "WHERE q.run_id = ? ORDER BY b.id", (run_id,)):
+        yield {"kind": "ballot", "agent": b["agent_id"], "round": b["challenge_round"], "option": b["option"],
+               "vote": b["vote"], "confidence": b["confidence"], "rationale": b["rationale"],
+               "evidence": b["evidence_json"], "status": b["status"], "simulated": bool(b["simulated"])}
+    for t in store.rows("traces", "run_id = ?", (run_id,), order_by="round_no, id"):
+        yield {"kind": "trace", "round": t["round_no"], "role": t["role"], "attempt": t["attempt"],
+               "current": bool(t["is_current"]), "ok": bool(t["ok"]), "claim": t["claim"], "verdict": t["verdict"],
+               "confidence": t["confidence"], "reconciliation_status": t["reconciliation_status"],
+               "trace": t["source_json"], "simulated": bool(t["simulated"]) or sim}
+
+
+def to_jsonl(store: Store, run_id: str) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in run_records(store, run_id))
+
+
+def to_csv(store: Store, run_id: str) -> str:
+    records = list(run_records(store, run_id))
+    columns: list[str] = []
+    for r in records:
+        columns += [k for k in r if k not in columns]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for r in records:
+        writer.writerow({k: json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v for k, v in r.items()})
+    return out.getvalue()
+
+
+def to_markdown(store: Store, run_id: str) -> str:
+    run = store.get("runs", run_id)
+    if run is None:
+        raise InputError("run", f"no run {run_id!r} in this project")
+    cfg, summary = run["config_json"], run["summary_json"] or {}
+    sim = " (SIMULATED: every agent is the built-in simulated panel)" if run["simulated"] else ""
+    lines = [f"# Run {run_id}{sim}", "", f"- **Protocol**: {run['protocol']}", f"- **Status**: {run['status']}",
+             f"- **Question**: {cfg.get('query') or '—'}", f"- **Seed**: {run['seed']}", f"- **Dispatch**: {run['dispatch']}",
+             f"- **Calls**: {summary.get('calls', '—')} ({summary.get('failed_calls', 0)} failed, "
+             f"{summary.get('invalid_calls', 0)} invalid replies)", ""]
+    if run["error"]:
+        lines += [f"> {run['error']}", ""]
+    if run["protocol"] == "rcp":
+        for rnd in summary.get("rounds", []):
+            lines += [f"## Round {rnd['round']}", "", "| tier | artifact | author | score | approval set |",
+                      "|---|---|---|---|---|"]
+            for s in rnd["states"]:
+                score = "—" if s["score"] is None else f"{s['score']:.2f}"
+                lines.append(f"| {s['tier']} | {s['artifact']} | {s['author'] or '—'} | {score} | "
+                             f"{', '.join(s['approval_set']) or '∅'} |")
+            lines.append("")
+    elif run["protocol"] == "findings":
+        lines += ["## Findings", "", "| finding | score | status | voting agents |", "|---|---|---|---|"]
+        for f in summary.get("findings", []):
+            score = "—" if f["consensus_score"] is None else f"{f['consensus_score']:.4f}"
+            lines.append(f"| {f['id']} | {score} | {f['status']} | {', '.join(f['voting_agents'])} |")
+        lines.append("")
+    elif run["protocol"] == "cons" and summary.get("cons"):
+        c = summary["cons"]
+        lines += ["## Verdict", "", f"- **Result**: {c.get('verdict') or 'none yet'}",
+                  f"- **Leading option**: {c.get('leadingOption')}", f"- **actualConsensus**: {c.get('actualConsensus')}",
+                  f"- **Escalations**: {', '.join(e['reason'] for e in c.get('escalations', [])) or 'none'}",
+                  f"- **Human decision**: {c.get('humanDecision') or '—'}", ""]
+    elif run["protocol"] == "arm" and summary.get("arm"):
+        a = summary["arm"]
+        lines += ["## Convergence and drift", "", f"- **Jaccard**: {a.get('jaccard_convergence')}",
+                  f"- **TF-IDF**: {a.get('tfidf_convergence')}", f"- **Directional unanimity**: {a.get('directional_unanimity')}",
+                  f"- **Disagreement**: {a.get('disagreement_type')}",
+                  f"- **Polarity gate fired**: {a.get('polarity_gate', {}).get('fired')}", ""]
+    return "\n".join(lines)

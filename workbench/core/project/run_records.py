@@ -1,0 +1,231 @@
+"""Writing a run into the project file: one transaction per completed call, with the protocol's
+own records (artifacts, votes, ballots, traces) in the same transaction as the call.
+
+A crash therefore loses at most the calls in flight. A call that is issued again after a resume
+replaces its earlier failed record instead of adding a duplicate.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.core.project.changes import Changes
+from workbench.core.runs.config import RunConfig
+from workbench.core.protocols.shared.steps import AgentCall, AgentReply
+from workbench.core.project.store import Store, Transaction, utc_now
+
+CALL_TABLES = ("llm_calls", "artifacts", "votes", "finding_votes", "cons_ballots", "traces", "rounds")
+
+
+@dataclass
+class CallRecord:
+    """What the runner knows about one finished call: the request, the reply, the provider's record."""
+
+    call: AgentCall
+    reply: AgentReply
+    provider: str
+    simulated: bool
+    gateway: dict[str, Any] = field(default_factory=dict)  # CallResult.record() or the sim's equivalent
+
+
+def ensure_round(store: Store, run_id: str, idx: int, kind: str) -> int:
+    existing = store.rows("rounds", "run_id = ? AND idx = ?", (run_id, idx))
+    if existing:
+        return existing[0]["id"]
+    return store.insert("rounds", {"run_id": run_id, "idx": idx, "kind": kind or f"batch {idx}",
+                                   "started_at": utc_now()})[0]
+
+
+def prepare_run(tx: Transaction, run_id: str, cfg: RunConfig) -> None:
+    """Rows a protocol needs before its first call (the findings voted on, the CONS question)."""
+    now = utc_now()
+    if cfg.protocol == "findings":
+        for f in cfg.findings:
+            tx.execute("INSERT OR IGNORE INTO findings (id, claim, context_json, threshold, run_id, created_by, created_at) "
+                       "VALUES (?, ?, ?, ?, ?, 'run', ?)",
+                       (f["id"], f["claim"], json.dumps(f.get("context") or {}), f.get("threshold"), run_id, now),
+                       tables=("findings",))
+    elif cfg.protocol == "cons":
+        tx.execute("INSERT OR IGNORE INTO cons_questions (id, run_id, question, options_json, consensus_threshold, "
+                   "min_voters, max_challenge_rounds, single_claim, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   (_question_id(cfg, run_id), run_id, cfg.query, json.dumps(cfg.options), cfg.consensus_threshold,
+                    cfg.min_voters, cfg.max_challenge_rounds, int(len(cfg.options) == 1), now, now),
+                   tables=("cons_questions",))
+
+
+def _question_id(cfg: RunConfig, run_id: str) -> str:
+    return f"{cfg.question_id}@{run_id}"  # a question id is unique per run, so runs never collide
+
+
+def record_call(store: Store, run_id: str, round_id: int, rec: CallRecord, cfg: RunConfig) -> tuple[int, Changes]:
+    """Persist one finished call and what it means for the protocol, in one transaction."""
+    call, reply = rec.call, rec.reply
+    with store.write() as tx:
+        g = rec.gateway
+        call_id = tx.insert("llm_calls", {
+            "run_id": run_id, "round_id": round_id, "step_key": call.key, "agent_id": call.agent,
+            "provider": rec.provider, "model": g.get("model"), "purpose": call.purpose,
+            "sample_index": g.get("sample_index", 0), "attempts": g.get("attempts", 1),
+            "request_json": g.get("request") or {"messages": list(call.messages)},
+            "reply_text": reply.text, "response_raw": g.get("response_raw"),
+            # The reply's metadata as the protocol saw it, so a resumed run sees the same reply.
+            "response_json": {"reply_meta": reply.meta},
+            "status": _call_status(reply, g), "error": reply.error, "error_kind": g.get("error_kind"),
+            "prompt_tokens": g.get("prompt_tokens"), "completion_tokens": g.get("completion_tokens"),
+            "total_tokens": g.get("total_tokens"), "cost_usd": g.get("cost_usd"), "cost_source": g.get("cost_source"),
+            "latency_ms": g.get("latency_ms"), "cached": int(bool(g.get("cached"))), "simulated": int(rec.simulated),
+            "started_at": g.get("started_at") or utc_now(), "finished_at": g.get("finished_at") or utc_now(),
+        })
+        valid = _record_protocol_rows(tx, run_id, round_id, call_id, rec, cfg)
+        if valid is False:
+            tx.update("llm_calls", call_id, {"status": "invalid"})
+    return call_id, tx.changes
+
+
+def _call_status(reply: AgentReply, g: dict) -> str:
+    if reply.ok:
+        return "ok"
+    return g.get("status") if g.get("status") in ("rate_limited", "cancelled") else "error"
+
+
+def _record_protocol_rows(tx: Transaction, run_id: str, round_id: int, call_id: int, rec: CallRecord,
+                          cfg: RunConfig) -> bool | None:
+    """Write the protocol's records for one call; returns whether the reply was valid (None: n/a)."""
+    call, reply, sim = rec.call, rec.reply, int(rec.simulated)
+    now = utc_now()
+    text = reply.text if reply.ok else None
+    if call.purpose == "generate":
+        if text and text.strip():
+            author = call.meta["author"]
+            tx.execute("INSERT INTO artifacts (run_id, round_id, key, author_agent, author_cluster, content, call_id, "
+                       "simulated, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, key) DO UPDATE "
+                       "SET content = excluded.content, call_id = excluded.call_id",
+                       (run_id, round_id, call.meta["artifact"], author, call.meta.get("cluster"), text.strip(),
+                        call_id, sim, now), tables=("artifacts",))
+            return True
+        return None
+    if call.purpose == "vote" or (call.purpose == "ballot" and call.reply_schema == "rcp_ballot"):
+        from workbench.core.protocols.rcp.run import ParsedVote, parse_ballot, parse_vote
+
+        if call.purpose == "vote":
+            votes = {call.meta["artifact"]: parse_vote(text) if reply.ok else ParsedVote(None, "failed", reply.error or "")}
+            positions = {call.meta["artifact"]: call.meta.get("presentation_index")}
+        else:
+            labels = call.meta["labels"]
+            parsed = parse_ballot(text, list(labels))
+            votes = {labels[lab]: v for lab, v in parsed.items()}
+            positions = {key: i for i, key in enumerate(labels.values())}
+        for artifact, vote in votes.items():
+            tx.execute("INSERT INTO votes (run_id, round_id, artifact_id, voter_agent, value, status, reason, raw, "
+                       "call_id, ballot_mode, presentation_index, simulated, created_at) "
+                       "SELECT ?, ?, id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM artifacts WHERE run_id = ? AND key = ? "
+                       "ON CONFLICT (artifact_id, voter_agent) DO UPDATE SET value = excluded.value, "
+                       "status = excluded.status, reason = excluded.reason, raw = excluded.raw, call_id = excluded.call_id",
+                       (run_id, round_id, call.agent, vote.value, vote.status, vote.reason, text, call_id,
+                        int(call.purpose == "ballot"), positions.get(artifact), sim, now, run_id, artifact),
+                       tables=("votes",))
+        return all(v.status == "valid" for v in votes.values()) if reply.ok else None
+    if call.purpose == "finding_vote":
+        if text is None:
+            return None
+        from workbench.core.protocols.findings.run import parse_finding_vote
+
+        parsed = parse_finding_vote(call.agent, text)
+        vote = parsed.vote
+        tx.insert("finding_votes", {
+            "finding_id": call.meta["finding"], "agent": call.agent, "vote_type": vote.vote_type.value if vote else None,
+            "confidence": vote.confidence if vote else None, "reason": vote.reason if vote else "",
+            "status": "valid" if vote else "invalid", "invalid_reason": None if vote else parsed.reason,
+            "raw": text, "client": "run", "run_id": run_id, "call_id": call_id, "simulated": sim, "created_at": now})
+        return vote is not None
+    if call.purpose == "ballot":  # CONS
+        if text is None:
+            return None
+        from workbench.core.protocols.cons.run import parse_ballot_reply
+
+        parsed = parse_ballot_reply(call.agent, text)
+        b = parsed.ballot or {}
+        tx.insert("cons_ballots", {
+            "question_id": _question_id(cfg, run_id), "challenge_round": call.meta.get("challenge_round", 0),
+            "agent_id": call.agent, "option": b.get("option"), "vote": b.get("vote"),
+            "confidence": b.get("confidence"), "rationale": b.get("rationale"), "evidence_json": b.get("evidence") or [],
+            "status": parsed.status if parsed.status != "failed" else "invalid", "invalid_reason": parsed.reason or None,
+            "raw": text, "call_id": call_id, "simulated": sim, "created_at": now})
+        return parsed.ballot is not None
+    if call.purpose == "trace":
+        from workbench.core.project.arm_import import trace_columns
+        from workbench.core.protocols.arm.api import parse_reply
+
+        trace = parse_reply(reply.text, reply.meta, error=reply.error)
+        attempt = int(m.group(1)) + 1 if (m := re.match(r"fap/\w+/(\d+)$", call.key)) else 1
+        tx.insert("traces", {"run_id": run_id, "round_id": round_id, "round_no": call.round_no, "role": call.agent,
+                             "agent_id": call.agent, "attempt": attempt, "is_current": int(attempt == 1),
+                             "call_id": call_id, "simulated": sim, "created_at": now, **trace_columns(trace)})
+        return bool(trace.ok)
+    return None
+
+
+def finish_run(store: Store, run_id: str, cfg: RunConfig, result: Any) -> dict:
+    """Store what the protocol concluded; returns the run's summary."""
+    summary: dict[str, Any] = {"protocol": cfg.protocol}
+    with store.write() as tx:
+        if cfg.protocol == "rcp":
+            summary["rounds"] = [{"round": r.index, "artifacts": len(r.artifacts), "states": r.states} for r in result]
+        elif cfg.protocol == "findings":
+            summary["findings"] = [r.to_output() for r in result.results.values() if r is not None]
+        elif cfg.protocol == "cons":
+            summary["cons"] = _finish_cons(tx, run_id, cfg, result)
+        elif cfg.protocol == "arm":
+            summary["arm"] = _finish_arm(store, tx, run_id, result)
+    return summary
+
+
+def _finish_cons(tx: Transaction, run_id: str, cfg: RunConfig, result) -> dict:
+    from workbench.core.protocols.cons.report import outcome_json
+
+    out = result.outcome
+    data = outcome_json(out)
+    qid, now = _question_id(cfg, run_id), utc_now()
+    tx.update("cons_questions", qid, {"verdict": out.verdict, "actual_consensus": out.tally.actual_consensus,
+                                      "leading_option": out.tally.leading_option, "next_action": out.next_action,
+                                      "challenge_rounds": out.question.challenge_rounds, "result_json": data,
+                                      "updated_at": now})
+    for c in out.conflicts:
+        tx.execute("INSERT OR REPLACE INTO cons_conflicts (id, question_id, conflict_type, severity, positions_json, "
+                   "resolution_status, resolution_type, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                   (c.conflict_id, qid, c.conflict_type, c.severity, json.dumps([p.to_json() for p in c.positions]),
+                    c.resolution.status, c.resolution.resolution_type, now), tables=("cons_conflicts",))
+    tx.execute("DELETE FROM cons_escalations WHERE question_id = ?", (qid,), tables=("cons_escalations",))
+    for e in out.escalations:
+        decided = result.human_decision is not None
+        tx.insert("cons_escalations", {"question_id": qid, "reason": e.reason, "detail": e.detail,
+                                       "status": "resolved" if decided else "open", "decision": result.human_decision,
+                                       "decided_by": "conductor" if decided else None, "created_at": now,
+                                       "resolved_at": now if decided else None})
+    return {**data, "humanDecision": result.human_decision}
+
+
+def _finish_arm(store: Store, tx: Transaction, run_id: str, run) -> dict:
+    from workbench.core.project.arm_import import trace_columns
+    from workbench.core.protocols.arm.api import metrics_report, run_to_upstream
+
+    upstream = run_to_upstream(run)
+    for round_no, block in ((1, run.r1), (2, run.r2)):
+        for role, trace in (block or {}).items():
+            rows = store.rows("traces", "run_id = ? AND round_no = ? AND role = ? AND is_current = 1",
+                              (run_id, round_no, role))
+            columns = {**trace_columns(trace), "source_json": upstream[f"r{round_no}"][role]}
+            if rows:  # the gates may have rewritten the trace (polarity override, harness deltas)
+                tx.update("traces", rows[0]["id"], columns)
+            else:  # e.g. the FAP abort placeholder, which no call produced
+                tx.insert("traces", {"run_id": run_id, "round_no": round_no, "role": role, "agent_id": role,
+                                     "created_at": utc_now(), **columns})
+    rest = {k: v for k, v in upstream.items() if k not in ("r1", "r2")}
+    earlier = store.get("runs", run_id)["provenance_json"] or {}
+    tx.update("runs", run_id, {"provenance_json": {**earlier, "schema_version": run.generation, "key_order": list(upstream),
+                                                   "round_keys": {r: list(upstream.get(r) or {}) for r in ("r1", "r2")},
+                                                   "upstream": rest}})
+    return metrics_report(upstream)

@@ -1,0 +1,423 @@
+"""The project store: the only module that talks to SQLite (through sqlite-utils).
+
+One ``.rwb`` file per project is the single source of truth every panel, the CLI and the MCP
+server share. Rules this module keeps:
+- one connection per thread (SQLite objects must stay in their thread); a thread that used
+  the store calls :meth:`Store.close_connection` when it is done;
+- writes are short ``BEGIN IMMEDIATE`` transactions with a busy timeout, and return the
+  :class:`Changes` they made, so each screen decides whether to refresh;
+- WAL only on SQLite >= 3.51.3: older versions have the WAL-reset corruption bug;
+- a file is checked read-only before anything can write to it, and migrated only after a
+  backup copy is made with the SQLite backup API.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import sqlite_utils
+
+from workbench import __version__
+from workbench.core.project.changes import Changes
+from workbench.core.project.files import ProjectError, read_header
+from workbench.core.project.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+
+BUSY_TIMEOUT_MS = 15_000
+WAL_SAFE_SQLITE = (3, 51, 3)
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def journal_mode_for(sqlite_version: str = sqlite3.sqlite_version) -> str:
+    """WAL where it is safe, else the rollback journal (the WAL-reset bug, fixed in 3.51.3)."""
+    version = tuple(int(part) for part in sqlite_version.split("."))
+    return "wal" if version >= WAL_SAFE_SQLITE else "delete"
+
+
+@dataclass(frozen=True)
+class OpenReport:
+    """What opening a file found: shown to the user as a banner where it matters."""
+
+    schema_version: int
+    read_only: bool = False
+    read_only_reason: str | None = None
+    migrated_from: int | None = None
+    backup_path: Path | None = None
+
+
+def _decode(row: dict) -> dict:
+    return {k: (json.loads(v) if k.endswith("_json") and isinstance(v, str) else v) for k, v in row.items()}
+
+
+def _encode(record: dict) -> dict:
+    # Encode JSON columns ourselves, so a JSON string or number round-trips as well as a dict.
+    return {k: (json.dumps(v, ensure_ascii=False) if k.endswith("_json") and v is not None else v)
+            for k, v in record.items()}
+
+
+class Transaction:
+    """The writes of one ``BEGIN IMMEDIATE`` transaction; it records what it changed."""
+
+    def __init__(self, db: sqlite_utils.Database):
+        self._db = db
+        self.changes = Changes()
+
+    def _touch(self, table: str, pk: object = None) -> None:
+        self.changes = self.changes | Changes.of(table, pk)
+
+    def insert(self, table: str, record: dict) -> object:
+        """Insert one row; returns its primary key (the rowid for INTEGER PRIMARY KEY tables)."""
+        t = self._db.table(table)
+        t.insert(_encode(record))
+        pks = t.pks
+        pk = record.get(pks[0]) if pks != ["rowid"] and record.get(pks[0]) is not None else t.last_pk
+        self._touch(table, pk)
+        return pk
+
+    def upsert(self, table: str, record: dict) -> None:
+        t = self._db.table(table)
+        t.upsert(_encode(record), pk=t.pks)
+        self._touch(table, record.get(t.pks[0]))
+
+    def update(self, table: str, pk: object, updates: dict) -> None:
+        self._db.table(table).update(pk, _encode(updates))
+        self._touch(table, pk)
+
+    def delete(self, table: str, pk: object) -> None:
+        self._db.table(table).delete(pk)
+        self._touch(table, pk)
+
+    def execute(self, sql: str, params: tuple | dict = (), *, tables: tuple[str, ...]) -> int:
+        """A raw write statement; ``tables`` names what it changes. Returns the row count."""
+        cursor = self._db.conn.execute(sql, params)
+        for table in tables:
+            self._touch(table)
+        return cursor.rowcount
+
+
+class Store:
+    """An open project file. Create with :meth:`create` or :meth:`open`, never directly."""
+
+    def __init__(self, path: Path, report: OpenReport):
+        self.path = path
+        self.report = report
+        self._local = threading.local()
+
+    # ----- opening -------------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: Path | str, name: str | None = None, *, overwrite: bool = False) -> Store:
+        """Create a new, empty project. The file appears only once it is complete."""
+        path = Path(path).absolute()
+        if path.exists() and not overwrite:
+            raise ProjectError("exists", path, f"{path.name} already exists; choose another name.")
+        tmp = path.with_name(path.name + ".creating")
+        tmp.unlink(missing_ok=True)
+        try:
+            conn = _connect(tmp, create=True)
+            try:
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA journal_mode = {journal_mode_for()}")
+                _migrate(conn, 0)
+                with _immediate(conn):
+                    conn.execute(
+                        "INSERT INTO project (id, name, created_at, created_by_version) VALUES (1, ?, ?, ?)",
+                        (name or path.stem, utc_now(), __version__),
+                    )
+            finally:
+                conn.close()
+            os.replace(tmp, path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise ProjectError("io", path, f"{path.name} cannot be created: {exc.strerror or exc}.") from None
+        return cls(path, OpenReport(schema_version=SCHEMA_VERSION))
+
+    @classmethod
+    def open(cls, path: Path | str) -> Store:
+        """Open a project, refusing (and never writing to) anything that is not a sound one.
+
+        A file from a newer version opens read-only; an older one is backed up, then migrated.
+        """
+        path = Path(path).absolute()
+        read_header(path)
+        version = _check_identity(path)
+        if version > SCHEMA_VERSION:
+            return cls(path, OpenReport(
+                schema_version=version, read_only=True,
+                read_only_reason=(
+                    f"This project was saved by a newer Resonance Workbench (file schema v{version}; "
+                    f"this version understands up to v{SCHEMA_VERSION}). It is open read-only, so "
+                    "nothing in it is changed. Update the workbench to edit it."),
+            ))
+        if not _writable(path):
+            return cls(path, OpenReport(
+                schema_version=version, read_only=True,
+                read_only_reason=f"{path.name} (or its folder) is not writable, so it is open read-only.",
+            ))
+        backup = None
+        if version < SCHEMA_VERSION:
+            backup = path.with_name(
+                f"{path.stem}.v{version}-backup-{datetime.now():%Y%m%d-%H%M%S}{path.suffix}")
+            _backup_file(path, backup)
+        conn = _connect(path)
+        try:
+            if version < SCHEMA_VERSION:
+                try:
+                    _migrate(conn, version)
+                except sqlite3.Error as exc:
+                    raise ProjectError(
+                        "migration", path,
+                        f"{path.name} could not be upgraded from schema v{version} ({exc}). It was "
+                        f"left as it was, and a backup copy is at {backup.name}.") from None
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != journal_mode_for():
+                conn.execute(f"PRAGMA journal_mode = {journal_mode_for()}")
+        except sqlite3.OperationalError as exc:
+            raise _explain(path, exc) from None
+        finally:
+            conn.close()
+        return cls(path, OpenReport(
+            schema_version=SCHEMA_VERSION,
+            migrated_from=version if backup else None, backup_path=backup,
+        ))
+
+    # ----- connections ---------------------------------------------------------------------
+    @property
+    def read_only(self) -> bool:
+        return self.report.read_only
+
+    @property
+    def db(self) -> sqlite_utils.Database:
+        """This thread's connection, wrapped by sqlite-utils."""
+        db = getattr(self._local, "db", None)
+        if db is None:
+            conn = _connect(self.path, read_only=self.read_only)
+            db = sqlite_utils.Database(conn, execute_plugins=False)
+            self._local.db = db
+        return db
+
+    def close_connection(self) -> None:
+        """Close the calling thread's connection (each thread closes its own)."""
+        db = getattr(self._local, "db", None)
+        if db is not None:
+            db.conn.close()
+            self._local.db = None
+
+    # ----- writing -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Transaction]:
+        """One short ``BEGIN IMMEDIATE`` transaction: all of it commits, or none of it."""
+        if self.read_only:
+            raise ProjectError("read_only", self.path, self.report.read_only_reason or "read-only")
+        conn = self.db.conn
+        try:
+            with _immediate(conn):
+                tx = Transaction(self.db)
+                yield tx
+        except sqlite3.OperationalError as exc:
+            raise _explain(self.path, exc) from None
+
+    def insert(self, table: str, record: dict) -> tuple[object, Changes]:
+        """Insert one row in its own transaction; returns its key and the changes."""
+        with self.write() as tx:
+            pk = tx.insert(table, record)
+        return pk, tx.changes
+
+    def update(self, table: str, pk: object, updates: dict) -> Changes:
+        with self.write() as tx:
+            tx.update(table, pk, updates)
+        return tx.changes
+
+    def delete(self, table: str, pk: object) -> Changes:
+        with self.write() as tx:
+            tx.delete(table, pk)
+        return tx.changes
+
+    def set_setting(self, key: str, value: object) -> Changes:
+        # Written by hand so that a value of None is stored as JSON null, not as SQL NULL.
+        with self.write() as tx:
+            tx.execute("INSERT INTO settings (key, value_json) VALUES (?, ?) "
+                       "ON CONFLICT (key) DO UPDATE SET value_json = excluded.value_json",
+                       (key, json.dumps(value, ensure_ascii=False)), tables=("settings",))
+        return tx.changes
+
+    # ----- reading -------------------------------------------------------------------------
+    def rows(self, table: str, where: str | None = None, params: tuple | dict = (),
+             order_by: str | None = None, limit: int | None = None) -> list[dict]:
+        """Rows of ``table`` as dicts, with ``*_json`` columns decoded."""
+        found = self.db.table(table).rows_where(where, params, order_by=order_by, limit=limit)
+        return [_decode(row) for row in found]
+
+    def get(self, table: str, pk: object) -> dict | None:
+        t = self.db.table(table)
+        key = "rowid" if t.pks == ["rowid"] else t.pks[0]
+        found = self.rows(table, f"[{key}] = ?", (pk,), limit=1)
+        return found[0] if found else None
+
+    def count(self, table: str, where: str | None = None, params: tuple | dict = ()) -> int:
+        sql = f"SELECT count(*) FROM [{table}]" + (f" WHERE {where}" if where else "")
+        return self.db.conn.execute(sql, params).fetchone()[0]
+
+    def query(self, sql: str, params: tuple | dict = ()) -> list[dict]:
+        """A read-only query, for the domain modules' joins; ``*_json`` columns are decoded."""
+        cursor = self.db.conn.execute(sql, params)
+        names = [d[0] for d in cursor.description or ()]
+        return [_decode(dict(zip(names, row))) for row in cursor]
+
+    def setting(self, key: str, default: object = None) -> object:
+        row = self.get("settings", key)
+        return row["value_json"] if row else default
+
+    def tables(self) -> list[str]:
+        return self.db.table_names()
+
+    def columns(self, table: str) -> dict[str, str]:
+        return {c.name: c.type for c in self.db.table(table).columns}
+
+    def data_version(self) -> int:
+        """Changes whenever another connection (any thread or process) commits."""
+        return self.db.conn.execute("PRAGMA data_version").fetchone()[0]
+
+    def project(self) -> dict:
+        return self.get("project", 1) or {}
+
+    def info(self) -> dict:
+        conn = self.db.conn
+        return {
+            "path": str(self.path),
+            "name": self.project().get("name"),
+            "schema_version": conn.execute("PRAGMA user_version").fetchone()[0],
+            "application_id": conn.execute("PRAGMA application_id").fetchone()[0],
+            "journal_mode": conn.execute("PRAGMA journal_mode").fetchone()[0],
+            "sqlite_version": sqlite3.sqlite_version,
+            "read_only": self.read_only,
+            "read_only_reason": self.report.read_only_reason,
+            "migrated_from": self.report.migrated_from,
+            "backup_path": str(self.report.backup_path) if self.report.backup_path else None,
+            "counts": {t: self.count(t) for t in sorted(self.tables())},
+        }
+
+    # ----- copies --------------------------------------------------------------------------
+    def backup_to(self, dest: Path | str, *, overwrite: bool = False) -> Path:
+        """Save As: a consistent copy through the SQLite backup API, never a raw file copy."""
+        dest = Path(dest).absolute()
+        if dest == self.path:
+            raise ProjectError("exists", dest, "Save As needs a different file from the open one.")
+        if dest.exists() and not overwrite:
+            raise ProjectError("exists", dest, f"{dest.name} already exists; choose another name.")
+        _backup_file(self.path, dest, source=self.db.conn)
+        return dest
+
+
+# ----- helpers --------------------------------------------------------------------------------
+def _connect(path: Path, *, read_only: bool = False, create: bool = False) -> sqlite3.Connection:
+    mode = "ro" if read_only else ("rwc" if create else "rw")
+    conn = sqlite3.connect(f"{path.as_uri()}?mode={mode}", uri=True, isolation_level=None,
+                           timeout=BUSY_TIMEOUT_MS / 1000)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+@contextlib.contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _migrate(conn: sqlite3.Connection, from_version: int) -> None:
+    """Step the schema up to the current version, one transaction per step."""
+    for version in range(from_version + 1, SCHEMA_VERSION + 1):
+        try:
+            # executescript runs the whole step inside our explicit transaction.
+            conn.executescript(f"BEGIN IMMEDIATE;\n{MIGRATIONS[version]}\nPRAGMA user_version = {version};\nCOMMIT;")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+def _backup_file(src_path: Path, dest: Path, source: sqlite3.Connection | None = None) -> None:
+    tmp = dest.with_name(dest.name + ".saving")
+    tmp.unlink(missing_ok=True)
+    src = source or _connect(src_path, read_only=True)
+    try:
+        target = sqlite3.connect(tmp)
+        try:
+            src.backup(target)
+        finally:
+            target.close()
+        os.replace(tmp, dest)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ProjectError("io", dest, f"{dest.name} cannot be written: {exc.strerror or exc}.") from None
+    finally:
+        if source is None:
+            src.close()
+
+
+def _writable(path: Path) -> bool:
+    # The rollback journal is created beside the file, so the folder must be writable too.
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def _check_identity(path: Path) -> int:
+    """Read-only checks: a workbench project, intact. Returns its schema version."""
+    name = path.name
+    try:
+        conn = _connect(path, read_only=True)
+    except sqlite3.Error as exc:
+        raise _explain(path, exc) from None
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if app_id != APPLICATION_ID:
+            other = f" (it belongs to another application, id {app_id:#x})" if app_id else ""
+            raise ProjectError("not_project", path,
+                               f"{name} is an SQLite database but not a workbench project{other}.")
+        if version == 0:
+            raise ProjectError("not_project", path,
+                               f"{name} is an unfinished workbench project: it has no schema.")
+        problems = [line for row in conn.execute("PRAGMA quick_check(5)") for line in row[0].splitlines()
+                    if not line.startswith("*** in database")]
+        if problems != ["ok"]:
+            raise ProjectError("corrupt", path,
+                               f"{name} is damaged and was not opened (SQLite's quick_check found: "
+                               f"{'; '.join(problems)}). Open a backup copy instead.")
+        return version
+    except sqlite3.Error as exc:
+        raise _explain(path, exc) from None
+    finally:
+        conn.close()
+
+
+def _explain(path: Path, exc: sqlite3.Error) -> ProjectError:
+    """Turn a raw SQLite error into a message a user can act on."""
+    text = str(exc)
+    name = path.name
+    if "not a database" in text:
+        return ProjectError("not_sqlite", path, f"{name} is not a workbench project: SQLite cannot read it.")
+    if "malformed" in text or "corrupt" in text:
+        return ProjectError("corrupt", path,
+                            f"{name} is damaged and was not opened ({text}). Open a backup copy instead.")
+    if "locked" in text or "busy" in text:
+        return ProjectError("locked", path,
+                            f"{name} is busy: another program kept it locked for "
+                            f"{BUSY_TIMEOUT_MS // 1000} s. Try again when it has finished.")
+    if "readonly" in text or "read-only" in text:
+        return ProjectError("read_only", path, f"{name} cannot be written: {text}.")
+    return ProjectError("io", path, f"{name}: {text}.")

@@ -1,0 +1,133 @@
+"""``metrics_report``: the SPEC §4 JSON for ``rwb arm metrics FILE``.
+
+Recomputes everything from the file's own traces with the rules of its schema version, reports
+the workbench's readings (bands, gate, unanimity, disagreement second opinion) and lists every
+stored value next to its recomputation (see :mod:`.arm_stored`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.core.protocols.arm.gates import fap_drift_agents, polarity_gate, silent_baseline_failed
+from workbench.core.protocols.arm.js import is_js_number
+from workbench.core.protocols.arm.metrics import (
+    DISAGREEMENT_TYPES,
+    delta_mismatch,
+    directional_unanimity,
+    disagreement_second_opinion,
+    drift_band,
+    drift_band_legacy,
+    gamma_drift_exceeded,
+    harness_delta,
+    run_convergence,
+    self_check_divergence,
+    shared_prior_warning,
+    verdict_of,
+)
+from workbench.core.protocols.arm.stored import gate_in_build, stored_checks
+from workbench.core.protocols.arm.trace import LEGACY, ArmRun, Trace, parse_run
+
+__all__ = ["metrics_report", "run_report"]
+
+
+def _num(value: Any) -> float | None:
+    return value if is_js_number(value) else None
+
+
+def _agent(r1: Trace | None, r2: Trace | None, *, gamma: bool = False, baseline: Trace | None = None) -> dict:
+    """cr1, cr2, the harness delta (gamma: against the silent baseline), bands, mismatch."""
+    cr1 = _num(r1.confidence) if isinstance(r1, Trace) else None
+    cr2 = _num(r2.confidence) if isinstance(r2, Trace) and r2.ok else None
+    out: dict[str, Any] = {"cr1": cr1, "cr2": cr2}
+    if gamma:
+        base = _num(baseline.confidence) if isinstance(baseline, Trace) else None
+        out["baseline"] = base
+        delta = harness_delta(cr2, base)
+        reported = r2.self_delta_vs_baseline if isinstance(r2, Trace) else None
+    else:
+        delta = harness_delta(cr2, cr1)
+        reported = r2.confidence_delta if isinstance(r2, Trace) else None
+    out.update({
+        "delta": delta,
+        "band": drift_band(delta),
+        "band_legacy": drift_band_legacy(delta),
+        "reported_delta": reported,
+        "delta_mismatch": delta_mismatch(reported, delta),
+        "verdict_r1": verdict_of(r1) if isinstance(r1, Trace) and r1.ok else "unknown",
+        "verdict_r2": verdict_of(r2) if isinstance(r2, Trace) and r2.ok else "unknown",
+    })
+    return out
+
+
+def run_report(run: ArmRun, source: dict | None = None) -> dict:
+    """The report for an already parsed run (``source``: the JSON it came from, for the hash)."""
+    conv = run_convergence(run)
+    a1, b1, g1, s1 = (run.trace(1, r) for r in ("alpha", "beta", "gamma", "silent"))
+    a2, b2, g2 = (run.trace(2, r) for r in ("alpha", "beta", "gamma"))
+    gate = polarity_gate(g1, g2, s1)
+    stored_class = g2.disagreement_classification if isinstance(g2, Trace) else None
+    valid = stored_class in DISAGREEMENT_TYPES
+    second, rule = disagreement_second_opinion(a2, b2)
+    checks = []
+    if isinstance(g2, Trace) and g2.ok:
+        vic = g2.values_in_conflict
+        if stored_class == "values" and not (isinstance(vic, list) and vic):
+            checks.append("classification is values but values_in_conflict is empty")
+        if stored_class != "values" and isinstance(vic, list) and vic:
+            checks.append("values_in_conflict is non-empty but the classification is not values")
+    stored = stored_checks(run, source)
+    r2_block = run.r2 if isinstance(run.r2, dict) else {}
+    gamma_agent = _agent(g1, g2, gamma=True, baseline=s1)
+    gamma_agent["silent_agent"] = run.meta.silent_agent
+    return {
+        "schema_version": run.schema_version,
+        "generation": "v0.6/v0.7.1 (no schema_version)" if run.generation == LEGACY else run.generation,
+        "arm_version": run.arm_version,
+        "jaccard_convergence": conv["jaccard"],
+        "tfidf_convergence": conv["tfidf"],
+        "tfidf_idf": conv["idf"],
+        "convergence_claims": conv["claims"],
+        "shared_prior_warning": shared_prior_warning(conv["jaccard"]),
+        "directional_unanimity": directional_unanimity([a1, b1, g1]),
+        "verdicts_r1": {role: (verdict_of(t) if isinstance(t, Trace) and t.ok else "unknown")
+                        for role, t in (("alpha", a1), ("beta", b1), ("gamma", g1), ("silent", s1))},
+        "disagreement_type": stored_class if valid else None,
+        "disagreement_type_stored": stored_class,
+        "disagreement_type_valid": valid,
+        "disagreement_second_opinion": {
+            "type": second, "rule": rule,
+            "agrees_with_gamma": (second == stored_class) if second is not None and valid else None},
+        "disagreement_checks": checks,
+        "agents": {"alpha": _agent(a1, a2), "beta": _agent(b1, b2), "gamma": gamma_agent},
+        "polarity_gate": {
+            "fired": gate.fired,
+            "reconciliation_status": g2.reconciliation_status if isinstance(g2, Trace) else None,
+            "transition": gate.transition,
+            "gamma_r1_verdict": gate.r1_verdict,
+            "gamma_r2_verdict": gate.r2_verdict,
+            "gamma_silent_verdict": verdict_of(s1) if isinstance(s1, Trace) and s1.ok else "unknown",
+            "verdict_shift": gate.verdict_shift,
+            "stored_fired": bool(run.meta.polarity_gate_fired or (isinstance(g2, Trace) and g2.polarity_gate_fired)),
+            "gate_in_build": gate_in_build(run),
+        },
+        "fap": {
+            "drift_triggered": bool(fap_drift_agents(r2_block)),
+            "drift_agents": fap_drift_agents(r2_block),
+            "gamma_drift_exceeded": gamma_drift_exceeded(g2),
+            "silent_baseline_failed": silent_baseline_failed(s1),
+        },
+        "self_check_divergence": self_check_divergence([a1, b1, g1]),
+        "stored": stored,
+        "summary": {
+            "stored_values": len(stored),
+            "matched": sum(1 for s in stored if s["match"] is True),
+            "mismatched": sum(1 for s in stored if s["match"] is False),
+            "not_recomputable": sum(1 for s in stored if s["match"] is None),
+        },
+    }
+
+
+def metrics_report(run_json: dict) -> dict:
+    """SPEC §4 ``rwb arm metrics`` JSON for an ARM export (any corpus schema, or the workbench's)."""
+    return run_report(parse_run(run_json), run_json)

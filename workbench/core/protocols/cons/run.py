@@ -1,0 +1,143 @@
+"""The CONS protocol as a run: ballots, challenge rounds, the verdict, and a human's decision
+where an escalation requires one. A step generator (see :mod:`.steps`).
+
+A human decision is asked of the agent ``conductor`` with purpose ``hitl_decision``: the driver
+routes it to the person (the GUI's manual agent, or a decisions file on the command line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from workbench.core.protocols.cons.tally import ConsOutcome, apply_challenge_round, open_state
+from workbench.core.protocols.cons.models import Ballot
+from workbench.core.protocols.shared.replies import json_object
+from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
+
+CONDUCTOR = "conductor"
+BALLOT_FORMAT = (
+    'Reply with JSON only: {"option": "<one of the options>", "vote": "accept" | "reject" | "abstain", '
+    '"confidence": <0.0-1.0>, "rationale": "<why, required>", "evidence": [{"type": "code" | "doc" | '
+    '"test" | "counter-proof", "file": "<path or source>", "section": "<where>"}]}'
+)
+
+
+@dataclass(frozen=True)
+class ConsAgent:
+    id: str
+    persona: str = ""
+
+
+@dataclass(frozen=True)
+class ConsRunConfig:
+    seed: int
+    question_id: str
+    question: str
+    options: tuple[str, ...]
+    agents: tuple[ConsAgent, ...]
+    consensus_threshold: float = 0.8
+    min_voters: int = 3
+    max_challenge_rounds: int = 2
+    ask_human: bool = True  # wait for the conductor where an escalation requires a human
+
+
+@dataclass(frozen=True)
+class ParsedBallot:
+    ballot: dict | None  # the ballot as CONS input, or None when the reply could not be read
+    status: str  # "valid", "invalid" or "failed"
+    reason: str = ""
+    raw: str | None = None
+
+
+@dataclass
+class ConsRunResult:
+    outcome: ConsOutcome
+    rounds: list[dict[str, ParsedBallot]] = field(default_factory=list)  # per round: agent -> ballot
+    human_decision: str | None = None
+
+
+def parse_ballot_reply(agent: str, text: str | None) -> ParsedBallot:
+    """Read one agent's ballot; the engine's own validation (CONS-001..003) decides validity."""
+    if text is None:
+        return ParsedBallot(None, "failed", "no reply")
+    data, problem = json_object(text)
+    if data is None:
+        return ParsedBallot(None, "invalid", problem or "", text)
+    ballot = {"agentId": agent, "option": data.get("option"), "vote": data.get("vote"),
+              "confidence": data.get("confidence"), "rationale": data.get("rationale"),
+              "evidence": data.get("evidence") or []}
+    try:
+        Ballot.model_validate({"agent_id": agent, **{k: v for k, v in ballot.items() if k != "agentId"}})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return ParsedBallot(None, "invalid", f"{where}: {first['msg'].removeprefix('Value error, ')}", text)
+    return ParsedBallot(ballot, "valid", raw=text)
+
+
+def _ballot_call(cfg: ConsRunConfig, agent: ConsAgent, round_no: int, peers: str) -> AgentCall:
+    user = (f"Decision question ({cfg.question_id}): {cfg.question}\nOptions: "
+            + "; ".join(f"{o!r}" for o in cfg.options) + "\n")
+    if peers:
+        user += ("\nChallenge round: the other agents' positions (anonymised) are below. Reconsider "
+                 f"yours; keep it or change it, with your reasons.\n{peers}\n")
+    user += "\nCite evidence for your position; a reject backed by a counter-proof must say so.\n" + BALLOT_FORMAT
+    system = agent.persona or "You are a careful analyst voting in a structured consensus protocol."
+    return AgentCall(key=f"cons/{round_no}/{agent.id}", agent=agent.id, purpose="ballot", round_no=round_no,
+                     reply_schema="cons_ballot", meta={"question": cfg.question_id, "challenge_round": round_no},
+                     messages=({"role": "system", "content": system}, {"role": "user", "content": user}))
+
+
+def _peer_summary(ballots: dict[str, ParsedBallot], exclude: str) -> str:
+    lines = []
+    for i, (agent, parsed) in enumerate(sorted(ballots.items())):
+        if agent != exclude and parsed.ballot:
+            b = parsed.ballot
+            lines.append(f"- Agent {i + 1}: {b['vote']} {b['option']!r} ({b['confidence']}): {b['rationale']}")
+    return "\n".join(lines)
+
+
+def _ask(cfg: ConsRunConfig, round_no: int, previous: dict[str, ParsedBallot]):
+    calls = [_ballot_call(cfg, a, round_no, _peer_summary(previous, a.id)) for a in cfg.agents]
+    label = "Ballots" if round_no == 0 else f"Challenge round {round_no}"
+    replies = yield Batch(tuple(calls), label)
+    parsed = {}
+    for call in calls:
+        reply = replies[call.key]
+        parsed[call.agent] = (parse_ballot_reply(call.agent, reply.text) if reply.ok
+                              else ParsedBallot(None, "failed", reply.error or "call failed"))
+    return parsed
+
+
+def run_cons(cfg: ConsRunConfig) -> Generator[Batch | Note, dict[str, AgentReply] | None, ConsRunResult]:
+    opening = yield from _ask(cfg, 0, {})
+    rounds = [opening]
+    state = open_state({
+        "questionId": cfg.question_id, "question": cfg.question, "options": list(cfg.options),
+        "consensusThreshold": cfg.consensus_threshold, "minVoters": cfg.min_voters,
+        "challengeRounds": 0, "maxChallengeRounds": cfg.max_challenge_rounds,
+        "votes": [p.ballot for p in opening.values() if p.ballot],
+    })
+    outcome = state.evaluate()
+    while outcome.next_action == "challenge_round":
+        yield Note("phase", f"No verdict yet: challenge round {state.question.challenge_rounds + 1}")
+        latest = yield from _ask(cfg, state.question.challenge_rounds + 1, rounds[-1])
+        rounds.append(latest)
+        state = apply_challenge_round(state, [p.ballot for p in latest.values() if p.ballot])
+        outcome = state.evaluate()
+    yield Note("result", f"Verdict: {outcome.verdict}", {"verdict": outcome.verdict, "next_action": outcome.next_action})
+
+    result = ConsRunResult(outcome=outcome, rounds=rounds)
+    if cfg.ask_human and outcome.escalations:
+        reasons = [e.reason for e in outcome.escalations]
+        call = AgentCall(key="cons/hitl", agent=CONDUCTOR, purpose="hitl_decision", reply_schema=None,
+                         messages=({"role": "user", "content": "Escalated to you: " + "; ".join(reasons)
+                                    + f"\nQuestion: {cfg.question}\nYour decision:"},),
+                         meta={"question": cfg.question_id, "reasons": reasons})
+        replies = yield Batch((call,), "Waiting for a human decision")
+        reply = replies[call.key]
+        result.human_decision = reply.text if reply.ok else None
+    return result

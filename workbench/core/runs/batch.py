@@ -1,0 +1,101 @@
+"""Batches for studies: question set × provider mix × replicates, from one configuration.
+
+A batch configuration is a run configuration with a ``batch`` section::
+
+    {"protocol": "arm", ..., "batch": {"name": "mesh study", "questions": ["Q1", "Q2"],
+     "provider_mixes": [{"name": "all-sim", "providers": {"*": "sim"}},
+                        {"name": "mixed", "providers": {"alpha": "local", "*": "sim"}}],
+     "replicates": 3}}
+
+A mix maps agent ids (or ARM roles) to provider names, ``*`` for every other agent. Replicate
+``r`` of every question and mix uses seed ``seed + r``, so mixes are compared on the same
+seeds (a paired design). For ARM, the provider playing the silent baseline takes turns over
+the batch's providers from run to run (ARM's rotating baseline).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from workbench.core.errors import InputError, from_pydantic
+from workbench.core.runs.config import RunConfig, parse_run_config
+
+
+class ProviderMix(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    providers: dict[str, str] = Field(default_factory=dict)
+
+
+class BatchSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = ""
+    questions: list[str] = Field(default_factory=list)  # empty: the base config's query
+    provider_mixes: list[ProviderMix] = Field(default_factory=list)  # empty: the base config's providers
+    replicates: int = Field(1, ge=1, le=1000)
+
+
+@dataclass(frozen=True)
+class BatchRun:
+    config: RunConfig
+    label: str
+    replicate: int
+
+
+def is_batch(data: object) -> bool:
+    return isinstance(data, dict) and "batch" in data
+
+
+def expand_batch(data: dict) -> tuple[BatchSpec, list[BatchRun]]:
+    try:
+        spec = BatchSpec.model_validate(data["batch"])
+    except ValidationError as exc:
+        error = from_pydantic(exc)
+        raise InputError(f"batch.{error.field}" if error.field else "batch", error.message) from None
+    base = {k: v for k, v in data.items() if k != "batch"}
+    parse_run_config(base)  # the base must be a valid run on its own
+    questions = spec.questions or [base.get("query", "")]
+    mixes = spec.provider_mixes or [ProviderMix(name="as configured")]
+    runs: list[BatchRun] = []
+    for qi, question in enumerate(questions):
+        for mix in mixes:
+            for r in range(spec.replicates):
+                data_r = {**base, "query": question, "seed": int(base.get("seed", 0)) + r,
+                          "clusters": _with_mix(base["clusters"], mix, f"batch.provider_mixes[{mix.name}]")}
+                cfg = parse_run_config(data_r)
+                runs.append(BatchRun(cfg, f"Q{qi + 1} · {mix.name} · rep {r + 1}", r))
+    if runs and runs[0].config.protocol == "arm":
+        runs = _rotate_silent_baseline(runs)
+    return spec, runs
+
+
+def _with_mix(clusters: list[dict], mix: ProviderMix, where: str) -> list[dict]:
+    if not mix.providers:
+        return clusters
+    out = []
+    for cluster in clusters:
+        agents = []
+        for agent in cluster["agents"]:
+            key = agent["id"] if agent["id"] in mix.providers else agent.get("role") if agent.get("role") in mix.providers else "*"
+            provider = mix.providers.get(key, agent["provider"])
+            agents.append({**agent, "provider": provider})
+        out.append({**cluster, "agents": agents})
+    return out
+
+
+def _rotate_silent_baseline(runs: list[BatchRun]) -> list[BatchRun]:
+    from workbench.core.protocols.arm.api import rotate_silent_baseline
+
+    rotated = []
+    for index, run in enumerate(runs):
+        cfg = run.config
+        providers = [a.provider for a in cfg.agents if a.role in ("alpha", "beta", "gamma")]
+        draw = cfg.arm.get("silent_draw", "gamma")
+        silent = rotate_silent_baseline(index, providers, draw)
+        cfg = cfg.model_copy(update={"arm": {**cfg.arm, "silent_provider": silent.provider}})
+        rotated.append(BatchRun(cfg, run.label, run.replicate))
+    return rotated

@@ -1,0 +1,410 @@
+"""The provider gateway: the only module that imports litellm, and only when first needed.
+
+    gateway = Gateway({"local": ProviderConfig(name="local", model="openai/qwen2.5",
+                                               api_base="http://127.0.0.1:8000/v1")})
+    result = gateway.call("local", [{"role": "user", "content": "Hello"}], cancel=event)
+
+``Gateway.call`` is synchronous and thread-safe, meant for worker threads. It never raises: every
+outcome is a :class:`CallResult` (ok, error, rate_limited or cancelled). Per provider it keeps
+at most ``max_concurrency`` requests in flight and at most ``rpm`` requests sent in any 60 s
+window, retries included; it retries timeouts, refused connections, 429 and 5xx answers up to
+``max_retries`` times with exponential backoff and jitter, and honours ``Retry-After``. Keys
+are read at call time (see :mod:`workbench.services.llm.secrets`) and scrubbed from every text
+it returns or logs. No Qt here, so the headless CLI uses the same gateway.
+
+Importing litellm takes seconds: :func:`warm_up` does it on a background thread ahead of the
+first call, and :func:`is_ready` says whether it is done. docs/providers.md has the user's side.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import copy
+import json
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from workbench.core.runs.providers import ProviderConfig
+from workbench.services.llm.cache import CacheBackend, MemoryCacheBackend, ResponseCache, cache_key
+from workbench.services.llm.limits import (Backoff, Clock, ConcurrencyGate, RateLimiter, Sleep, event_sleep,
+                                           parse_retry_after, utc_stamp)
+from workbench.services.llm.result import RETRYABLE, UNKNOWN_COST, CallResult
+from workbench.services.llm.secrets import (SECRET_FILTER, MissingKey, ResolvedKey, ambient_secrets, install_filter,
+                                            resolve_key, scrub, scrub_value)
+from workbench.services.llm.wire import WireRecord, WireTap, classify
+
+__all__ = ["Gateway", "CallResult", "ResponseCache", "CacheBackend", "MemoryCacheBackend", "Backoff",
+           "RateLimiter", "scrub", "warm_up", "is_ready", "NO_KEY_PLACEHOLDER"]
+
+log = logging.getLogger(__name__)
+NO_KEY_PLACEHOLDER = "no-key"  # sent to a keyless api_base, so no ambient cloud key can leak there
+MAX_ERROR_CHARS = 2000
+_LOGGERS = ("workbench.services.llm.gateway", "LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "openai",
+            "openai._base_client", "httpx", "httpcore.http11", "httpcore.connection")
+
+install_filter(__name__)  # our own log lines are scrubbed already; this is the second lock
+
+_EXECUTOR_HOLDERS = ("litellm.litellm_core_utils.thread_pool_executor", "litellm.utils",
+                     "litellm.litellm_core_utils.litellm_logging", "litellm.litellm_core_utils.streaming_handler")
+
+_litellm: Any = None
+_wire: WireTap | None = None
+_warmed = False
+_import_lock = threading.Lock()
+
+
+class _InlineExecutor:
+    """Stands in for litellm's logging thread pool: runs its post-call task in the calling thread.
+
+    litellm hands a success-logging task to a pool that starts up to 100 threads that never end.
+    The workbench registers no litellm callbacks, so the task is short, and running it inline
+    leaves no thread behind (the test suite fails any test that leaves one)."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # logging is best effort, as in litellm
+            future.set_exception(exc)
+        return future
+
+
+def _load() -> Any:
+    """Import and configure litellm once (thread-safe); returns the module."""
+    global _litellm, _wire
+    if _litellm is not None:
+        return _litellm
+    with _import_lock:
+        if _litellm is None:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # or the import goes online
+            import importlib
+
+            import litellm
+
+            litellm.suppress_debug_info = True
+            inline = _InlineExecutor()
+            for name in _EXECUTOR_HOLDERS:  # each module bound the pool under its own name
+                try:
+                    importlib.import_module(name).executor = inline
+                except Exception:  # a module renamed in some litellm release: its pool stays
+                    log.debug("cannot replace litellm's executor in %s", name, exc_info=True)
+            try:  # the TLS settings litellm itself would use (SSL_VERIFY, SSL_CERT_FILE, ...)
+                from litellm.llms.custom_httpx.http_handler import get_ssl_configuration
+
+                verify: Any = get_ssl_configuration()
+            except Exception:
+                verify = True
+            _wire = WireTap(verify)
+            litellm.client_session = _wire.client  # litellm's OpenAI-compatible path sends through it
+            install_filter(*_LOGGERS)
+            _litellm = litellm
+    return _litellm
+
+
+def warm_up() -> None:
+    """Import litellm in the calling (background) thread and prime its first-call imports."""
+    global _warmed
+    litellm = _load()
+    if _warmed:
+        return
+    try:
+        import openai.resources.chat  # noqa: F401 - loaded lazily by the first real call otherwise
+
+        litellm.completion(model="openai/warm-up", messages=[{"role": "user", "content": "hi"}],
+                           mock_response="ok", api_key=NO_KEY_PLACEHOLDER)
+    except Exception:  # warming is an optimisation only
+        log.debug("litellm warm-up call failed", exc_info=True)
+    _warmed = True
+
+
+def is_ready() -> bool:
+    """True once litellm is imported: calls no longer pay the import."""
+    return _litellm is not None
+
+
+def _now_ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000.0, 3)
+
+
+class Gateway:
+    """Calls to configured providers, with per-provider limits, retries and an optional cache.
+
+    ``clock`` and ``sleep`` drive the rate limiter and backoff waits (inject fakes in tests);
+    ``rate_window_s`` is the rpm window (60 s; tests may scale it down); ``seed`` makes backoff
+    jitter reproducible; ``max_retry_after_s`` caps how long a ``Retry-After`` may make a call
+    wait before it gives up with ``rate_limited``.
+    """
+
+    def __init__(self, providers: Mapping[str, ProviderConfig | Mapping[str, Any]], *,
+                 cache: ResponseCache | None = None, seed: int | None = None,
+                 clock: Clock = time.monotonic, sleep: Sleep = event_sleep, rate_window_s: float = 60.0,
+                 backoff: Backoff | None = None, max_retry_after_s: float = 120.0):
+        self.providers: dict[str, ProviderConfig] = {}
+        for name, cfg in providers.items():
+            if not isinstance(cfg, ProviderConfig):
+                cfg = ProviderConfig.model_validate({"name": name, **dict(cfg)})
+            self.providers[name] = cfg
+        self.cache = cache
+        self.seed = seed
+        self.backoff = backoff or Backoff()
+        self.max_retry_after_s = max_retry_after_s
+        self._sleep = sleep
+        self.gates = {n: ConcurrencyGate(c.max_concurrency) for n, c in self.providers.items()}
+        self.limiters = {n: RateLimiter(c.rpm, rate_window_s, clock=clock, sleep=sleep)
+                         for n, c in self.providers.items() if c.rpm}
+
+    warm_up = staticmethod(warm_up)
+    is_ready = staticmethod(is_ready)
+
+    def call(self, provider: str, messages: Sequence[Mapping[str, Any]], *, timeout_s: float | None = None,
+             max_tokens: int | None = None, temperature: float | None = None, sample_index: int = 0,
+             cancel: threading.Event | None = None) -> CallResult:
+        """One chat completion, retried as configured. Never raises."""
+        try:
+            call = _Call(self, provider, messages, timeout_s, max_tokens, temperature, sample_index, cancel)
+        except Exception as exc:  # messages that are not mappings, a timeout that is not a number...
+            call = _Call(self, provider, (), None, None, None, sample_index, cancel)
+            return call.finish("error", error=f"invalid call: {type(exc).__name__}: {exc}", error_kind="bad_request")
+        try:
+            result = call.run()
+        except Exception as exc:  # a bug of ours or an unexpected library error: still a result
+            log.error("gateway call to %s failed unexpectedly: %s", provider, scrub(repr(exc), call.secrets))
+            result = call.finish("error", error=f"{type(exc).__name__}: {exc}", error_kind="internal")
+        level = logging.DEBUG if result.ok else logging.INFO
+        log.log(level, "%s %s: %s after %d attempt(s)%s", provider, result.model, result.status,
+                result.attempts, f" ({result.error_kind}: {result.error})" if result.error else "")
+        return result
+
+
+class _Call:
+    """The state of one ``Gateway.call``: its request, secrets, attempts and timings."""
+
+    def __init__(self, gw: Gateway, provider: str, messages: Sequence[Mapping[str, Any]], timeout_s: float | None,
+                 max_tokens: int | None, temperature: float | None, sample_index: int,
+                 cancel: threading.Event | None):
+        self.gw, self.provider, self.cancel, self.sample_index = gw, provider, cancel, sample_index
+        self.cfg = gw.providers.get(provider)
+        self.model = self.cfg.model if self.cfg else "?"
+        self.messages = [dict(m) for m in messages]
+        self.params = {k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens)) if v is not None}
+        self.timeout_s = float(timeout_s or (self.cfg.timeout_s if self.cfg else 60.0))
+        self.request = {"model": self.model, "api_base": self.cfg.api_base if self.cfg else None,
+                        "messages": self.messages, "params": self.params, "timeout_s": self.timeout_s,
+                        "sample_index": sample_index}
+        self.ckey = ""
+        self.key = ResolvedKey(None, "none")
+        self.secrets: set[str] = set()
+        self.attempts = 0
+        self.attempt_log: list[dict[str, Any]] = []
+        self.queued_s = 0.0
+        self.started_wall = time.time()
+        self.t0 = time.perf_counter()
+
+    # -- the result ------------------------------------------------------------------------
+
+    def finish(self, status: str, **fields: Any) -> CallResult:
+        result = CallResult(
+            status=status, provider=self.provider, model=self.model, attempts=self.attempts,
+            request=self.request, sample_index=self.sample_index, key_source=self.key.source,
+            queued_ms=round(self.queued_s * 1000.0, 3), attempt_log=tuple(self.attempt_log),
+            started_at=utc_stamp(self.started_wall), finished_at=utc_stamp(), **fields)
+        if result.error and len(result.error) > MAX_ERROR_CHARS:
+            result = result.but(error=result.error[:MAX_ERROR_CHARS] + "...")
+        if not self.secrets:
+            return result
+        clean = CallResult.from_dict(scrub_value(result.to_dict(), self.secrets))  # type: ignore[arg-type]
+        return clean
+
+    def _waited(self, start: float) -> None:
+        self.queued_s += time.perf_counter() - start
+
+    def _cancelled(self, last: dict[str, Any] | None = None) -> CallResult:
+        error = "cancelled"
+        if last and last.get("error"):
+            error = f"cancelled while waiting to retry after: {last['error']}"
+        return self.finish("cancelled", error=error, error_kind="cancelled",
+                           response_raw=(last or {}).get("response_raw"),
+                           http_status=(last or {}).get("http_status"))
+
+    # -- the call --------------------------------------------------------------------------
+
+    def run(self) -> CallResult:
+        cfg = self.cfg
+        if cfg is None:
+            return self.finish("error", error=f"no provider named {self.provider!r}", error_kind="bad_request")
+        if cfg.simulated:
+            return self.finish("error", error=f"provider {self.provider!r} is the simulated panel: the runner "
+                               "answers it without the gateway", error_kind="bad_request")
+        self.ckey = cache_key(cfg.model, cfg.api_base, self.messages, self.params, self.sample_index)
+        if self.gw.cache is not None:
+            hit = self.gw.cache.get(self.ckey)
+            if hit is not None:  # the stored reply, as this call's (a hit costs nothing and sends nothing)
+                return CallResult.from_dict(hit).but(
+                    provider=self.provider, request=self.request, cached=True, attempts=0, cost_usd=0.0,
+                    cost_source="cache", attempt_log=(), queued_ms=0.0, latency_ms=_now_ms(self.t0),
+                    key_source="none", started_at=utc_stamp(self.started_wall), finished_at=utc_stamp())
+        try:
+            self.key = resolve_key(cfg.key_env, cfg.key_keyring)
+        except MissingKey as exc:
+            return self.finish("error", error=f"missing API key for provider {self.provider!r}: {exc}",
+                               error_kind="missing_key")
+        self.secrets = ambient_secrets() | ({self.key.value} if self.key.value else set())
+        SECRET_FILTER.remember(self.key.value)
+        try:
+            litellm = _load()
+        except Exception as exc:
+            return self.finish("error", error=f"litellm could not be imported: {exc}", error_kind="internal")
+        rng = random.Random(f"{self.gw.seed}:{self.ckey}") if self.gw.seed is not None else random.Random()
+        return self._attempts(litellm, rng)
+
+    def _api_key(self) -> str | None:
+        if self.key.value:
+            return self.key.value
+        # No key named: a custom api_base (a local server) gets a placeholder, so litellm cannot
+        # fall back on an ambient OPENAI_API_KEY and send it there; a cloud provider is left to
+        # litellm's own credential discovery (OPENAI_API_KEY, AWS profiles, ...).
+        return NO_KEY_PLACEHOLDER if self.cfg and self.cfg.api_base else None
+
+    def _attempts(self, litellm: Any, rng: random.Random) -> CallResult:
+        cfg = self.cfg
+        assert cfg is not None
+        gate, limiter = self.gw.gates[self.provider], self.gw.limiters.get(self.provider)
+        last: dict[str, Any] = {}
+        for attempt_no in range(1, cfg.max_retries + 2):
+            start = time.perf_counter()
+            if not gate.acquire(self.cancel):
+                self._waited(start)
+                return self._cancelled(last)
+            try:
+                if limiter is not None and not limiter.acquire(self.cancel):
+                    self._waited(start)
+                    return self._cancelled(last)
+                self._waited(start)
+                if self.cancel is not None and self.cancel.is_set():
+                    return self._cancelled(last)
+                self.attempts += 1
+                outcome = self._send(litellm)
+            finally:
+                gate.release()
+            self.attempt_log.append({k: outcome.get(k) for k in
+                                     ("http_status", "error_kind", "latency_ms", "retry_after_s")})
+            if outcome["status"] == "ok":
+                result = self.finish("ok", **outcome["fields"])
+                if self.gw.cache is not None:
+                    self.gw.cache.put(self.ckey, result.to_dict())
+                return result
+            last = outcome
+            kind, retry_after = outcome["error_kind"], outcome.get("retry_after_s")
+            final_status = "rate_limited" if kind == "rate_limited" else "error"
+            if kind not in RETRYABLE or attempt_no > cfg.max_retries:
+                return self._failed(final_status, outcome)
+            if retry_after is not None and retry_after > self.gw.max_retry_after_s:
+                outcome = {**outcome, "error": f"{outcome['error']} (the server asked to retry after "
+                           f"{retry_after:g} s, more than the {self.gw.max_retry_after_s:g} s allowed)"}
+                return self._failed(final_status, outcome)
+            delay = self.gw.backoff.delay(attempt_no, rng, retry_after)
+            self.attempt_log[-1]["waited_s"] = round(delay, 4)
+            log.info("%s: attempt %d failed (%s), retrying in %.2f s", self.provider, attempt_no, kind, delay)
+            start = time.perf_counter()
+            cancelled = self.gw._sleep(delay, self.cancel)
+            self._waited(start)
+            if cancelled:
+                return self._cancelled(last)
+        raise AssertionError("unreachable")  # the loop always returns
+
+    def _failed(self, status: str, outcome: dict[str, Any]) -> CallResult:
+        return self.finish(status, error=outcome["error"], error_kind=outcome["error_kind"],
+                           response_raw=outcome.get("response_raw"), http_status=outcome.get("http_status"),
+                           latency_ms=outcome.get("latency_ms"))
+
+    def _send(self, litellm: Any) -> dict[str, Any]:
+        """One request. Returns a dict: status ok with result fields, or the failure's details."""
+        cfg = self.cfg
+        assert cfg is not None and _wire is not None
+        logged: dict[str, Any] = {}
+
+        def capture(details: dict) -> None:  # litellm's logger_fn: only the raw response is kept
+            if details.get("log_event_type") == "post_api_call":
+                logged["raw"] = details.get("original_response")
+
+        wire = _wire.begin()
+        t0 = time.perf_counter()
+        try:
+            response = litellm.completion(
+                model=cfg.model, messages=copy.deepcopy(self.messages), api_base=cfg.api_base,
+                api_key=self._api_key(), timeout=self.timeout_s, num_retries=0, max_retries=0,
+                logger_fn=capture, **self.params)
+        except Exception as exc:
+            latency = _now_ms(t0)
+            failure = classify(exc, wire)
+            raw = failure.body  # None when no response came back (timeout, refused connection)
+            retry_after = parse_retry_after(failure.headers) if failure.kind in ("rate_limited",
+                                                                                 "server_error") else None
+            status = f"HTTP {failure.http_status}: " if failure.http_status else ""
+            return {"status": "error", "error_kind": failure.kind, "error": f"{status}{failure.message}",
+                    "http_status": failure.http_status, "response_raw": raw, "latency_ms": latency,
+                    "retry_after_s": retry_after}
+        finally:
+            _wire.end()
+        latency = _now_ms(t0)
+        return self._parse(litellm, response, wire, _text(logged.get("raw")), latency)
+
+    def _parse(self, litellm: Any, response: Any, wire: WireRecord, logged_raw: str | None,
+               latency: float) -> dict[str, Any]:
+        raw = wire.body if wire.body is not None else logged_raw
+        base = {"http_status": wire.status or 200, "latency_ms": latency, "response_raw": raw}
+        try:
+            text = response.choices[0].message.content
+            finish_reason = getattr(response.choices[0], "finish_reason", None)
+        except (AttributeError, IndexError, TypeError):
+            return {**base, "status": "error", "error_kind": "bad_response",
+                    "error": "the response holds no message (no choices)"}
+        usage = getattr(response, "usage", None)
+        tokens = {k: getattr(usage, k, None) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+        if raw is not None and not _reports_usage(raw):
+            tokens = dict.fromkeys(tokens)  # the server reported none: unknown, not zero
+        cost, source = _cost(litellm, response, self.model)
+        return {**base, "status": "ok", "fields": {
+            "text": text if text is not None else "", "response_raw": raw, "http_status": base["http_status"],
+            "latency_ms": latency, "cost_usd": cost, "cost_source": source,
+            "finish_reason": finish_reason if isinstance(finish_reason, str) else None, **tokens}}
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _reports_usage(raw: str) -> bool:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return True  # not JSON we can read: trust litellm's figures
+    return not isinstance(body, dict) or body.get("usage") is not None
+
+
+def _cost(litellm: Any, response: Any, configured_model: str) -> tuple[float | None, str]:
+    """litellm's price for the reply, or (None, "unknown"); an unmapped model is never $0."""
+    provider = (getattr(response, "_hidden_params", None) or {}).get("custom_llm_provider")
+    served = getattr(response, "model", None)
+    candidates = []
+    if served:
+        candidates.append(f"{provider}/{served}" if provider and not served.startswith(f"{provider}/") else served)
+    candidates.append(configured_model)
+    for model in dict.fromkeys(candidates):
+        try:
+            cost = litellm.completion_cost(completion_response=response, model=model)
+        except Exception:
+            continue
+        if cost is not None:
+            return float(cost), f"litellm:{model}"
+    return None, UNKNOWN_COST

@@ -1,0 +1,116 @@
+"""Who answers a call: the simulated panel, a person (``manual``), or a model through the gateway.
+
+The router is thread-safe: the runner calls :meth:`AgentRouter.answer` from its pool threads.
+Nothing here writes to the project file; the runner records what comes back.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Protocol
+
+from workbench.core.protocols.shared.steps import AgentCall, AgentReply
+from workbench.core.runs.config import RunConfig
+from workbench.core.project.run_records import CallRecord
+from workbench.core.project.store import utc_now
+
+MANUAL = "manual"
+CONDUCTOR = "conductor"
+NEEDS_HUMAN = "needs_human"
+
+
+class ManualAgents(Protocol):
+    """A person playing an agent (or the conductor): blocks until they answer, or returns None
+    when cancelled. The GUI implements it; the command line has no person to ask."""
+
+    def ask(self, call: AgentCall, cancel: threading.Event) -> str | None: ...
+
+
+def needs_human(rec: CallRecord) -> bool:
+    return rec.gateway.get("error_kind") == NEEDS_HUMAN
+
+
+class AgentRouter:
+    def __init__(self, cfg: RunConfig, *, gateway=None, manual: ManualAgents | None = None):
+        self.cfg = cfg
+        self._gateway = gateway
+        self._manual = manual
+        self._sim = None
+        self._lock = threading.Lock()
+
+    def provider_of(self, call: AgentCall) -> str:
+        if call.agent == CONDUCTOR:
+            return MANUAL
+        if call.meta.get("provider"):  # ARM: the call names the provider playing the role
+            return call.meta["provider"]
+        agent = self.cfg.agent(call.agent)
+        if agent is None:
+            raise KeyError(f"no agent {call.agent!r} in the run configuration")
+        return agent.provider
+
+    def answer(self, call: AgentCall, cancel: threading.Event) -> CallRecord:
+        name = self.provider_of(call)
+        provider = self.cfg.providers.get(name)
+        if name == MANUAL or (provider is not None and provider.model == MANUAL):
+            return self._ask_person(call, name, cancel)
+        if provider is not None and provider.simulated:
+            return self._simulate(call, name)
+        return self._call_model(call, name, cancel)
+
+    # ----- the three kinds of agent ----------------------------------------------------------
+    def _simulate(self, call: AgentCall, name: str) -> CallRecord:
+        with self._lock:
+            if self._sim is None:
+                from workbench.core.sim import SimPanel
+
+                self._sim = SimPanel(self.cfg.seed, self._personas())
+        started = utc_now()
+        try:
+            reply = self._sim.reply(call)
+        except Exception as exc:  # a purpose the simulated panel cannot answer: a failed call
+            return CallRecord(call, AgentReply(call.key, None, f"simulated panel: {exc}"), name, True,
+                              {"model": "sim", "status": "error", "error_kind": "bad_request", "attempts": 1,
+                               "started_at": started})
+        meta = {**reply.meta, "simulated": True}
+        return CallRecord(call, AgentReply(call.key, reply.text, None, meta), name, True, {
+            "model": "sim", "status": "ok", "attempts": 1, "cost_usd": 0.0, "cost_source": "simulated",
+            "prompt_tokens": meta.get("prompt_tokens"), "completion_tokens": meta.get("completion_tokens"),
+            "latency_ms": meta.get("latency_ms"), "started_at": started, "finished_at": utc_now(),
+            "request": {"model": "sim", "messages": list(call.messages)},
+        })
+
+    def _personas(self) -> dict:
+        from workbench.core.sim import SimPersona
+
+        personas = {}
+        for agent in self.cfg.agents:
+            persona = SimPersona.from_params(agent.params, where=f"agents.{agent.id}")
+            personas[agent.id] = persona
+            if agent.role:  # ARM calls name the role, not the agent
+                personas.setdefault(agent.role, persona)
+        return personas
+
+    def _ask_person(self, call: AgentCall, name: str, cancel: threading.Event) -> CallRecord:
+        started = utc_now()
+        base = {"model": MANUAL, "attempts": 1, "started_at": started, "request": {"messages": list(call.messages)}}
+        if self._manual is None:
+            error = "no person is at this terminal to answer; resume the run in the workbench to answer it"
+            return CallRecord(call, AgentReply(call.key, None, error), name, False,
+                              {**base, "status": "error", "error_kind": NEEDS_HUMAN})
+        text = self._manual.ask(call, cancel)
+        if text is None:
+            return CallRecord(call, AgentReply(call.key, None, "cancelled"), name, False,
+                              {**base, "status": "cancelled", "error_kind": "cancelled"})
+        return CallRecord(call, AgentReply(call.key, text, None, {"provider": name, "model": MANUAL}), name, False,
+                          {**base, "status": "ok", "finished_at": utc_now()})
+
+    def _call_model(self, call: AgentCall, name: str, cancel: threading.Event) -> CallRecord:
+        with self._lock:
+            if self._gateway is None:
+                from workbench.services.llm.gateway import Gateway, ResponseCache
+
+                cache = ResponseCache() if self.cfg.cache else None
+                self._gateway = Gateway(self.cfg.providers, seed=self.cfg.seed, cache=cache)
+        result = self._gateway.call(name, list(call.messages), max_tokens=call.meta.get("max_tokens"),
+                                    sample_index=int(call.meta.get("sample_index", 0)), cancel=cancel)
+        return CallRecord(call, result.agent_reply(call.key), name, False, result.to_dict())

@@ -1,0 +1,273 @@
+"""Runs a protocol's step generator against real agents and persists every call as it completes.
+
+The GUI (through :mod:`.run_worker`), ``rwb run`` and the tests all drive this same runner. It is
+Qt-free and thread-based: calls of a batch run on a thread pool (or one at a time for
+sequential dispatch), while this thread, the only writer, records each call the moment it
+completes. A cancelled, killed or rate-limited run is left "interrupted"; :meth:`Runner.execute`
+on it again issues only the calls whose results are missing, so the finished run has exactly the
+records an uninterrupted run would have had.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from workbench.core.errors import WorkbenchError
+from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
+from workbench.core.runs.config import RunConfig, parse_run_config, protocol_generator
+from workbench.core.project.run_records import CallRecord, ensure_round, finish_run, prepare_run, record_call
+from workbench.core.project.store import Store, utc_now
+from workbench.services.runs.agents import AgentRouter, ManualAgents, needs_human
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    run_id: str
+    phase: str
+    done: int  # calls finished in this session of the run (resumed results not counted)
+    total: int  # calls known so far, including resumed ones
+    failed: int
+    eta_s: float | None
+    message: str = ""
+
+
+class _Stop(Exception):
+    """The run stops here, resumable: cancelled, rate-limited, or waiting for a human."""
+
+
+def owner() -> dict:
+    return {"host": socket.gethostname(), "pid": os.getpid()}
+
+
+def owner_alive(info: dict | None) -> bool:
+    if not info or info.get("host") != socket.gethostname():
+        return bool(info)  # another machine's run: assume it may still be going
+    try:
+        os.kill(int(info["pid"]), 0)
+    except (ProcessLookupError, ValueError, TypeError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def mark_stale_runs(store: Store) -> int:
+    """Runs left "running" by a process that is gone become "interrupted" (resumable)."""
+    stale = [r for r in store.rows("runs", "status = 'running'") if not owner_alive(r["owner_json"])]
+    for r in stale:
+        pid = (r["owner_json"] or {}).get("pid")
+        store.update("runs", r["id"], {"status": "interrupted",
+                                       "error": f"the process running it stopped (pid {pid}); resume it to finish"})
+    return len(stale)
+
+
+def new_run_id(protocol: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return f"{protocol}-{stamp}-{os.urandom(3).hex()}"
+
+
+class Runner:
+    _replay_from: str | None = None
+
+    def __init__(self, store: Store, *, gateway=None, manual: ManualAgents | None = None,
+                 on_progress: Callable[[RunProgress], None] | None = None,
+                 cancel: threading.Event | None = None, max_workers: int = 16):
+        self.store = store
+        self.gateway = gateway  # a services.llm.Gateway; made from the config when None
+        self.manual = manual
+        self.on_progress = on_progress or (lambda _p: None)
+        self.cancel = cancel or threading.Event()
+        self.max_workers = max_workers
+
+    # ----- creating and running --------------------------------------------------------------
+    def create(self, cfg: RunConfig, *, label: str = "", batch_id: str | None = None,
+               replicate: int | None = None) -> str:
+        if cfg.protocol == "findings" and cfg.findings_from_run and not cfg.findings:
+            from workbench.core.project.panel import findings_from_run
+
+            cfg = cfg.model_copy(update={"findings": findings_from_run(self.store, cfg.findings_from_run,
+                                                                      cfg.findings_tiers)})
+        run_id = new_run_id(cfg.protocol)
+        self.store.insert("runs", {
+            "id": run_id, "protocol": cfg.protocol, "label": label or cfg.label or cfg.query[:60],
+            "config_json": cfg.model_dump(mode="json", by_alias=True), "batch_id": batch_id,
+            "replicate": replicate, "seed": cfg.seed, "dispatch": cfg.dispatch, "status": "interrupted",
+            "simulated": int(cfg.simulated), "source": "run", "started_at": utc_now(), "owner_json": None,
+        })
+        return run_id
+
+    def replay(self, source_run_id: str) -> str:
+        """A new run with the same configuration, answered from ``source_run_id``'s stored replies
+        (no model is called): re-derives every record, e.g. after a protocol fix."""
+        source = self.store.get("runs", source_run_id)
+        if source is None:
+            raise WorkbenchError(f"There is no run {source_run_id!r} in this project.")
+        run_id = self.create(parse_run_config(source["config_json"]), label=f"replay of {source_run_id}")
+        self.store.update("runs", run_id, {"provenance_json": {"replay_of": source_run_id}})
+        self._replay_from = source_run_id
+        try:
+            self.execute(run_id)
+        finally:
+            self._replay_from = None
+        return run_id
+
+    def execute(self, run_id: str) -> dict:
+        """Run (or resume) a run to its end, or to a resumable stop. Returns its summary."""
+        store = self.store
+        row = store.get("runs", run_id)
+        if row is None:
+            raise WorkbenchError(f"There is no run {run_id!r} in this project.")
+        if row["status"] == "completed":
+            return row["summary_json"]
+        if row["status"] == "running" and owner_alive(row["owner_json"]) and row["owner_json"] != owner():
+            raise WorkbenchError(f"Run {run_id} is running in another process ({row['owner_json']}).")
+        cfg = parse_run_config(row["config_json"])
+        store.update("runs", run_id, {"status": "running", "owner_json": owner(), "error": None})
+        self._run_id, self._cfg = run_id, cfg
+        self._done = _completed_calls(store, run_id)
+        self._resumed = len(self._done)
+        self._replay = _completed_calls(store, self._replay_from) if self._replay_from else {}
+        self._count = {"done": 0, "failed": 0, "known": 0}
+        self._started = time.perf_counter()
+        self._echo_sessions: dict[str, dict] = {}
+        router = AgentRouter(cfg, gateway=self.gateway, manual=self.manual)
+        status, error, summary = "completed", None, {}
+        try:
+            with store.write() as tx:
+                prepare_run(tx, run_id, cfg)
+            result = self._drive(protocol_generator(cfg, run_id=run_id, issue_marker=self._marker_issuer(run_id, cfg)),
+                                 router)
+            summary = finish_run(store, run_id, cfg, result)
+        except _Stop as stop:
+            status, error = "interrupted", str(stop)
+        except WorkbenchError as exc:
+            status, error = "failed", str(exc)
+        except Exception as exc:  # a bug or an unexpected provider failure: recorded, not lost
+            status, error = "failed", f"{type(exc).__name__}: {exc}"
+        duration = time.perf_counter() - self._started
+        if self._echo_sessions:  # the checklist's session-end items read it from here
+            summary["echo"] = self._echo_sessions
+        summary = {**summary, **self._counts(run_id), "run_id": run_id, "status": status,
+                   "duration_s": round(duration, 3), "resumed_calls": self._resumed}
+        store.update("runs", run_id, {"status": status, "error": error, "summary_json": summary,
+                                      "finished_at": utc_now() if status != "interrupted" else None})
+        return summary
+
+    # ----- the generator loop ----------------------------------------------------------------
+    def _drive(self, gen, router: AgentRouter):
+        reply, batch_index = None, 0
+        try:
+            while True:
+                step = gen.send(reply)
+                if isinstance(step, Batch):
+                    batch_index += 1
+                    round_id = ensure_round(self.store, self._run_id, batch_index, step.label)
+                    reply = self._perform(step, round_id, router)
+                    self.store.update("rounds", round_id, {"status": "completed", "finished_at": utc_now()})
+                else:
+                    self._note(step)
+                    reply = None
+        except StopIteration as stop:
+            return stop.value
+
+    def _perform(self, batch: Batch, round_id: int, router: AgentRouter) -> dict[str, AgentReply]:
+        replies: dict[str, AgentReply] = {}
+        todo: list[AgentCall] = []
+        for call in batch.calls:
+            stored = self._done.get(call.key)
+            if stored is not None:
+                replies[call.key] = stored
+            else:
+                todo.append(call)
+        self._count["known"] += len(batch.calls)
+        self._progress(batch.label)
+        pause: list[str] = []
+
+        def finished(rec: CallRecord) -> None:
+            if rec.gateway.get("status") == "cancelled":
+                return  # not a result: a resume issues it again
+            record_call(self.store, self._run_id, round_id, rec, self._cfg)
+            replies[rec.call.key] = rec.reply
+            self._count["done"] += 1
+            self._count["failed"] += int(not rec.reply.ok)
+            if rec.gateway.get("status") == "rate_limited":
+                pause.append("rate-limited by the provider")
+            elif needs_human(rec):
+                pause.append("waiting for a human decision")
+            self._progress(batch.label)
+
+        for call in [c for c in todo if c.key in self._replay]:  # a replay answers from the stored run
+            todo.remove(call)
+            stored = self._replay[call.key]
+            finished(CallRecord(call, stored, stored.meta.get("provider") or "replay", self._cfg.simulated, {
+                "model": stored.meta.get("model"), "status": "ok", "cached": 1, "attempts": 0, "cost_usd": 0.0,
+                "cost_source": f"replay of {self._replay_from}"}))
+        if self._cfg.dispatch == "sequential" or len(todo) <= 1:
+            for call in todo:
+                if self.cancel.is_set():
+                    break
+                finished(router.answer(call, self.cancel))
+        else:
+            with ThreadPoolExecutor(max_workers=min(self.max_workers, len(todo)), thread_name_prefix="rwb-call") as pool:
+                pending: set[Future] = {pool.submit(router.answer, call, self.cancel) for call in todo}
+                while pending:
+                    done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        finished(future.result())
+                    if self.cancel.is_set():
+                        for future in pending:
+                            future.cancel()
+        if self.cancel.is_set():
+            raise _Stop("cancelled by the user; resume it to finish")
+        if pause:
+            missing = len(batch.calls) - len([k for k in replies if replies[k].ok])
+            raise _Stop(f"{pause[0]}; {missing} call(s) of this step can be resumed")
+        return replies
+
+    def _marker_issuer(self, run_id: str, cfg: RunConfig):
+        """Markers for Echo: unique in the project, and the same ones again when the run resumes."""
+        if cfg.echo is None:
+            return None
+        import random
+
+        from workbench.core.project.echo import issue_marker_for
+
+        rng = random.Random(f"{cfg.seed}/echo-markers/{run_id}")
+        return lambda key: issue_marker_for(self.store, run_id, key, rng=rng)
+
+    def _note(self, note: Note) -> None:
+        if note.kind.startswith("echo."):  # Resonance Echo records: anchors, checks, restorations
+            from workbench.core.project.echo import persist_note
+
+            persist_note(self.store, note)
+            if note.kind == "echo.session_end":
+                self._echo_sessions[note.data.get("agent", "?")] = note.data
+        self.on_progress(RunProgress(self._run_id, note.kind, self._count["done"], self._count["known"],
+                                     self._count["failed"], None, note.message))
+
+    def _progress(self, phase: str) -> None:
+        done, known = self._count["done"], self._count["known"] - self._resumed
+        elapsed = time.perf_counter() - self._started
+        eta = elapsed / done * max(known - done, 0) if done else None
+        self.on_progress(RunProgress(self._run_id, phase, done, max(known, done), self._count["failed"], eta))
+
+    def _counts(self, run_id: str) -> dict:
+        rows = self.store.query("SELECT count(*) AS calls, sum(status NOT IN ('ok', 'invalid')) AS failed, "
+                                "sum(status = 'invalid') AS invalid FROM llm_calls WHERE run_id = ?", (run_id,))[0]
+        return {"calls": rows["calls"], "failed_calls": rows["failed"] or 0, "invalid_calls": rows["invalid"] or 0}
+
+
+def _completed_calls(store: Store, run_id: str) -> dict[str, AgentReply]:
+    """The replies already recorded for this run: a resumed run reuses them instead of calling again."""
+    done: dict[str, AgentReply] = {}
+    for row in store.rows("llm_calls", "run_id = ? AND status IN ('ok', 'invalid')", (run_id,), order_by="id"):
+        meta = (row["response_json"] or {}).get("reply_meta") or {"provider": row["provider"], "model": row["model"]}
+        done[row["step_key"]] = AgentReply(row["step_key"], row["reply_text"], None, meta)
+    return done

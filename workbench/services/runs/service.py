@@ -1,0 +1,197 @@
+"""Live runs for the GUI: start, resume and cancel a protocol run on a worker thread.
+
+A thin Qt shell over :class:`~workbench.services.runs.runner.Runner` (Orange3's pattern: the runner
+is tested without any widget; this service only moves it off the GUI thread and turns its
+callbacks into queued signals). At most one run goes at a time. The runner's thread opens its
+own connection to the project file and closes it when the run ends; its writes reach the
+panels through the ProjectModel's ``data_version`` poll.
+
+Signals (all delivered on the GUI thread):
+
+- ``started(run_id)`` once the run exists in the project file and is about to run;
+- ``progressed(RunProgress)``: coalesced, so a fast run cannot flood the event loop;
+- ``finished(summary)``: the run ended, ``summary["status"]`` says how (``completed``,
+  ``interrupted`` when cancelled or waiting, ``failed``);
+- ``failed(message, details)``: the run could not be started or the runner raised;
+- ``running_changed(bool)``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from workbench.core.errors import WorkbenchError
+from workbench.services.workers import JobError, Worker, WorkerPool
+
+if TYPE_CHECKING:
+    from workbench.core.runs.config import RunConfig
+    from workbench.core.project.store import Store
+    from workbench.services.runs.agents import ManualAgents
+    from workbench.services.project_model import ProjectModel
+    from workbench.services.runs.runner import RunProgress
+
+
+class RunService(QObject):
+    started = Signal(str)  # run id
+    progressed = Signal(object)  # RunProgress
+    finished = Signal(dict)  # the run's summary
+    failed = Signal(str, str)  # message for the user, details for the disclosure
+    running_changed = Signal(bool)
+
+    _created = Signal(str)  # emitted from the run's thread
+    _progress_ready = Signal()  # emitted from the run's thread
+
+    def __init__(self, model: ProjectModel, manual: ManualAgents | None = None,
+                 parent: QObject | None = None, *, gateway=None):
+        super().__init__(parent)
+        self.model = model
+        self.manual = manual
+        self.gateway = gateway  # tests may pass a gateway; None: the runner makes one per run
+        self._pool = WorkerPool(self, max_threads=1)
+        self._worker: Worker | None = None
+        self._run_id: str | None = None
+        self._last: RunProgress | None = None
+        self._lock = threading.Lock()
+        self._latest: RunProgress | None = None
+        self._pending = False
+        self._created.connect(self._on_created)
+        self._progress_ready.connect(self._on_progress_ready)
+        model.closed.connect(self.cancel)  # a closed project cannot go on being written
+        model.opened.connect(self._on_opened)
+
+    # ----- state -------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self._worker is not None
+
+    @property
+    def run_id(self) -> str | None:
+        """The run in progress (None before the runner has created it, and when idle)."""
+        return self._run_id
+
+    @property
+    def last_progress(self) -> RunProgress | None:
+        return self._last
+
+    # ----- commands ----------------------------------------------------------------------
+    def start(self, config_id: int, label: str = "") -> bool:
+        """Start a new run of the project's saved protocol configuration ``config_id``."""
+
+        def prepare(store: Store, runner) -> str:
+            from workbench.core.project.panel import run_config_from_project
+
+            cfg = run_config_from_project(store, config_id)
+            run_id = runner.create(cfg, label=label)
+            store.update("runs", run_id, {"config_id": config_id})
+            return run_id
+
+        return self._launch("start run", prepare)
+
+    def start_config(self, cfg: RunConfig, label: str = "") -> bool:
+        """Start a new run of a configuration built elsewhere (a batch, a test, a script)."""
+        return self._launch("start run", lambda _store, runner: runner.create(cfg, label=label))
+
+    def resume(self, run_id: str) -> bool:
+        """Finish an interrupted run: only the calls whose results are missing are issued."""
+        return self._launch(f"resume {run_id}", lambda _store, _runner: run_id)
+
+    def cancel(self) -> None:
+        """Stop the run at the next call boundary; it is left "interrupted" (resumable)."""
+        if self._worker is not None:
+            self._worker.cancel_event.set()
+
+    def shutdown(self, timeout_ms: int = 10_000) -> bool:
+        """Cancel the run and wait for its thread (the window's closeEvent, before the model's)."""
+        self.cancel()
+        return self._pool.wait(timeout_ms)
+
+    # ----- the run's thread ----------------------------------------------------------------
+    def _launch(self, name: str, prepare) -> bool:
+        store = self.model.store
+        if self._worker is not None:
+            which = f" ({self._run_id})" if self._run_id else ""
+            self.failed.emit(f"A run is already in progress{which}. Cancel it or wait for it to finish "
+                             "before starting another.", "")
+            return False
+        if store is None:
+            self.failed.emit("No project is open.", "")
+            return False
+        if store.read_only:
+            self.failed.emit("This project is open read-only, so it cannot record a run.", "")
+            return False
+
+        def job(cancel: threading.Event) -> dict:
+            from workbench.services.runs.runner import Runner
+
+            try:
+                runner = Runner(store, gateway=self.gateway, manual=self.manual,
+                                on_progress=self._report, cancel=cancel)
+                run_id = prepare(store, runner)
+                self._created.emit(run_id)
+                return runner.execute(run_id)
+            finally:
+                store.close_connection()
+
+        self._run_id, self._last, self._latest, self._pending = None, None, None, False
+        self._worker = self._pool.start(name, job, self._on_finished, self._on_failed)
+        self.running_changed.emit(True)
+        return True
+
+    def _report(self, progress: RunProgress) -> None:  # the run's thread
+        with self._lock:
+            self._latest = progress
+            if self._pending:
+                return  # the GUI has not picked up the previous one yet: it takes this one
+            self._pending = True
+        self._progress_ready.emit()
+
+    # ----- back on the GUI thread ----------------------------------------------------------
+    def _on_opened(self, store: Store) -> None:
+        """Runs left "running" by a process that died become "interrupted", so they can be resumed."""
+        if store.read_only:
+            return
+
+        def mark(_cancel: threading.Event) -> int:
+            from workbench.services.runs.runner import mark_stale_runs
+
+            try:
+                return mark_stale_runs(store)  # the model's poll announces what changed
+            finally:
+                store.close_connection()
+
+        # On this service's own thread, so the project does not look busy (and is not held up).
+        self._pool.start("look for interrupted runs", mark)
+
+    @Slot(str)
+    def _on_created(self, run_id: str) -> None:
+        self._run_id = run_id
+        self.started.emit(run_id)
+
+    @Slot()
+    def _on_progress_ready(self) -> None:
+        with self._lock:
+            progress, self._latest, self._pending = self._latest, None, False
+        if progress is not None:
+            self._last = progress
+            self.progressed.emit(progress)
+
+    def _on_finished(self, summary: object) -> None:
+        self._on_progress_ready()  # anything still coalesced goes out before the end
+        self._settle()
+        self.finished.emit(dict(summary) if isinstance(summary, dict) else {"status": "completed"})
+
+    def _on_failed(self, error: JobError) -> None:
+        self._settle()
+        if isinstance(error.exception, WorkbenchError):
+            self.failed.emit(f"The run could not start: {error.message}", "")
+        else:
+            self.failed.emit(f"The run stopped on an unexpected error: {error.message}", error.details)
+
+    def _settle(self) -> None:
+        """Idle again before anyone hears of the end, so a listener can start the next run."""
+        self._worker = None
+        self._run_id = None
+        self.running_changed.emit(False)
