@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from workbench.core.project.store import Store
+from workbench.core.project import _sql
 
 REPO = Path(__file__).resolve().parents[2]
 MARKER_RE = re.compile(r"^[^—\n]+ — [0-9a-f]{6}$")
@@ -51,7 +52,7 @@ def test_markers_recorded_in_a_project_are_never_reissued(tmp_path):
     assert first.stdout != second.stdout
     store = Store.open(path)
     try:
-        issued = {r["marker"] for r in store.rows("echo_markers")}
+        issued = {r["marker"] for r in _sql.rows(store, "echo_markers")}
     finally:
         store.close_connection()
     assert issued == {first.stdout.strip(), second.stdout.strip()}

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.arm.api import (
+from workbench.core.protocols.arm import (
     export_integrity_hash,
     metrics_report,
     parse_run,

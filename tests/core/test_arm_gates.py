@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.arm.api import (
+from workbench.core.protocols.arm import (
     FAP_ABORT_CLAIM,
     OVERRIDE_FLAGS,
     OVERRIDE_POLARITY,

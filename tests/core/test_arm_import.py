@@ -8,8 +8,9 @@ import pytest
 
 from workbench.core.project.arm_import import export_arm_run, import_arm_file, trace_from_columns
 from workbench.core.errors import InputError
-from workbench.core.protocols.arm.api import parse_trace, trace_to_upstream
+from workbench.core.protocols.arm import parse_trace, trace_to_upstream
 from workbench.core.project.store import Store
+from workbench.core.project import _sql
 
 
 @pytest.fixture
@@ -45,7 +46,7 @@ def same_keys_everywhere(a, b) -> bool:
 def test_the_columns_alone_rebuild_every_field_of_every_corpus_trace(store, corpus_dir):
     for path in corpus_files(corpus_dir):
         import_arm_file(store, path)
-    rows = store.rows("traces")
+    rows = _sql.rows(store, "traces")
     assert len(rows) >= 15 * 6
     for row in rows:
         rebuilt = trace_to_upstream(parse_trace(trace_from_columns(row)))
@@ -58,13 +59,13 @@ def test_the_columns_alone_rebuild_every_field_of_every_corpus_trace(store, corp
 def test_columns_hold_the_fields_an_auditor_queries(store, corpus_dir):
     path = corpus_dir / "traces" / "arm-v071FAP-test-010Gamma_Flip_Detected__Drift_Catchable__Polarity_Gate_Override__Values_Disagreement.json"
     run_id = import_arm_file(store, path).run_id
-    gamma = store.rows("traces", "run_id = ? AND round_no = 2 AND role = 'gamma'", (run_id,))[0]
+    gamma = _sql.rows(store, "traces", "run_id = ? AND round_no = 2 AND role = 'gamma'", (run_id,))[0]
     assert gamma["reconciliation_status"] == "gamma_flip_detected"
     assert gamma["polarity_gate_fired"] == 1
     assert gamma["disagreement_classification"] == "values"
     assert gamma["self_check_json"]["status"] == "warning"
     assert gamma["provider"] and gamma["claim"]
-    run = store.get("runs", run_id)
+    run = _sql.get(store, "runs", run_id)
     assert run["source"] == "import" and run["status"] == "completed" and run["protocol"] == "arm"
     assert run["provenance_json"]["source_file"] == path.name
     assert run["provenance_json"]["schema_version"] == "legacy"
@@ -75,7 +76,7 @@ def test_columns_hold_the_fields_an_auditor_queries(store, corpus_dir):
 
 def test_failed_legacy_traces_are_kept_and_marked(store, corpus_dir):
     run_id = import_arm_file(store, corpus_dir / "traces" / "arm-v06-run-1778083372998.json").run_id
-    failed = store.rows("traces", "run_id = ? AND ok = 0", (run_id,))
+    failed = _sql.rows(store, "traces", "run_id = ? AND ok = 0", (run_id,))
     assert len(failed) == 2 and all(r["claim"] == "[PARSE FAILED]" for r in failed)
     assert all(r["raw_reasoning_attempt"] for r in failed)
 
@@ -85,7 +86,7 @@ def test_importing_the_same_file_twice_adds_nothing(store, corpus_dir):
     first = import_arm_file(store, path)
     again = import_arm_file(store, path)
     assert again.already_imported and again.run_id == first.run_id
-    assert store.count("runs") == 1 and store.count("traces") == first.traces
+    assert _sql.count(store, "runs") == 1 and _sql.count(store, "traces") == first.traces
 
 
 def test_values_that_do_not_fit_their_column_are_kept_verbatim(store):
@@ -93,7 +94,7 @@ def test_values_that_do_not_fit_their_column_are_kept_verbatim(store):
     data = {"r1": {"alpha": trace, "beta": {"claim": "No.", "confidence": 0.5}}}
     (store.path.parent / "odd.json").write_text(json.dumps(data))
     run_id = import_arm_file(store, store.path.parent / "odd.json").run_id
-    row = store.rows("traces", "run_id = ? AND role = 'alpha'", (run_id,))[0]
+    row = _sql.rows(store, "traces", "run_id = ? AND role = 'alpha'", (run_id,))[0]
     assert row["confidence"] is None and row["extra_json"]["confidence"] == "0.8"
     assert trace_from_columns(row) == trace
     assert export_arm_run(store, run_id) == data
@@ -105,4 +106,4 @@ def test_a_file_that_is_not_an_arm_trace_is_refused_clearly(store, tmp_path, con
     path.write_text(content)
     with pytest.raises(InputError, match=message):
         import_arm_file(store, path)
-    assert store.count("runs") == 0
+    assert _sql.count(store, "runs") == 0

@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from workbench.core.protocols.arm.api import (
+from workbench.core.protocols.arm import (
     Trace,
     claim_direction,
     delta_mismatch,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from workbench.core.protocols.arm.api import parse_reply, repair_reply
+from workbench.core.protocols.arm import parse_reply, repair_reply
 
 
 def test_repairs_strip_only_the_outer_fences_and_gemini_quotes():

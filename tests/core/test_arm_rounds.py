@@ -7,7 +7,7 @@ import json
 import pytest
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.arm.api import (
+from workbench.core.protocols.arm import (
     ArmRunConfig,
     invariant_violations,
     metrics_report,

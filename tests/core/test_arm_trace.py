@@ -10,7 +10,7 @@ import pytest
 
 from workbench.core.project import schema
 from workbench.core.errors import InputError
-from workbench.core.protocols.arm.api import (
+from workbench.core.protocols.arm import (
     LEGACY,
     PARSE_FAILED,
     SCHEMA_V12,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.cons.tally import (
+from workbench.core.protocols.cons import (
     ConsQuestion,
     apply_challenge_round,
     classify_payload,
@@ -19,8 +19,8 @@ from workbench.core.protocols.cons.tally import (
     open_state,
     parse_question,
     run_rounds,
-    tally,
 )
+from workbench.core.protocols.cons.tally import tally
 
 RATIONALES = [
     "Atomic writes keep the map consistent after a crash",

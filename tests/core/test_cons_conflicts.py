@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from workbench.core.protocols.cons.tally import conflict_id, evaluate
+from workbench.core.protocols.cons import conflict_id, evaluate
 from workbench.core.protocols.cons.conflicts import (
     HITL_ACTIONS,
     jaccard,
@@ -291,7 +291,7 @@ def test_near_duplicate_rule() -> None:
 
 
 def test_classify_json_lists_conflicts_and_escalations() -> None:
-    from workbench.core.protocols.cons.tally import classify_payload
+    from workbench.core.protocols.cons import classify_payload
 
     out = classify_payload(question(MIXED))
     json.dumps(out, allow_nan=False)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from workbench.core.protocols.cons.tally import (
+from workbench.core.protocols.cons import (
     classify_payload,
     evaluate,
     manifest_entry,

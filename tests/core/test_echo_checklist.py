@@ -7,9 +7,10 @@ import random
 import pytest
 
 from workbench.core.project import echo as records
-from workbench.core.protocols.echo.api import AgentContext, EchoPlan, SimulatedAgent
+from workbench.core.protocols.echo import AgentContext, EchoPlan, SimulatedAgent
 from workbench.core.protocols.echo.checklist import CHECKLIST, SessionFacts, checklist_status
 from workbench.core.protocols.echo.models import VerificationEntry
+from workbench.core.project import _sql
 
 QUERY = ("Please weigh the next part of the design against the constraints we settled and list the "
          "risks you see in it today")
@@ -40,7 +41,7 @@ def test_an_empty_project_leaves_everything_pending(project):
 
 
 def test_a_restored_session_stored_in_a_run(project, now):
-    project.insert("runs", {"id": "r1", "protocol": "echo", "status": "running", "started_at": now()})
+    _sql.insert(project, "runs", {"id": "r1", "protocol": "echo", "status": "running", "started_at": now()})
     agent = SimulatedAgent("a1", AgentContext(150, "silent_truncation"), persona="The Architect")
     summary = records.run_echo_session(project, plan("stateful", 8, run_id="r1"), agent.answer,
                                        rng=random.Random(1), now=now)
@@ -48,7 +49,7 @@ def test_a_restored_session_stored_in_a_run(project, now):
     s = statuses(records.checklist(project, "a1", run_id="r1"))
     assert s["end.summary"] == "pending" and s["end.checkpoint"] == "pending"
     # The runner keeps the summary in runs.summary_json["echo"][agent].
-    project.update("runs", "r1", {"status": "completed", "summary_json": {"echo": {"a1": summary.model_dump()}}})
+    _sql.update(project, "runs", "r1", {"status": "completed", "summary_json": {"echo": {"a1": summary.model_dump()}}})
     items = records.checklist(project, "a1", run_id="r1")
     s = statuses(items)
     assert s == {

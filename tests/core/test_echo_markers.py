@@ -21,6 +21,7 @@ from workbench.core.protocols.echo.markers import (
     parse_marker,
     parse_templates,
 )
+from workbench.core.project import _sql
 
 MARKER_RE = re.compile(r"^[^—\[\]\"]+ — [0-9a-f]{6}$")
 SEED_EXAMPLES = ("the hand on the neck, the shape of the breath", "the weight of the morning",
@@ -147,18 +148,18 @@ def test_an_exhausted_space_is_reported_not_looped():
 def test_the_10001st_draw_against_a_project_avoids_every_issued_hex(project):
     first = generate_markers(10_000, rng=random.Random(99))
     echo_records.record_markers(project, first)
-    assert project.count("echo_markers") == 10_000
+    assert _sql.count(project, "echo_markers") == 10_000
     # The same seed replays the first draw's sequence: without the collision check it would
     # return the hex issued first.
     replay = random.Random(99)
     new = echo_records.issue_marker(project, rng=replay)
     assert new.hex not in {m.hex for m in first}
-    assert project.count("echo_markers") == 10_001
+    assert _sql.count(project, "echo_markers") == 10_001
     # And a rigged RNG that offers every issued hex first still gets a fresh one.
     rigged = ReplayRng([int(m.hex, 16) for m in first[:50]] + [int(new.hex, 16)])
     newer = echo_records.issue_marker(project, rng=rigged)
     assert newer.hex not in echo_records.issued_hexes(project) - {newer.hex}
-    assert project.count("echo_markers") == 10_002
+    assert _sql.count(project, "echo_markers") == 10_002
 
 
 def test_a_marker_is_never_recorded_twice(project):
@@ -167,4 +168,4 @@ def test_a_marker_is_never_recorded_twice(project):
         echo_records.record_marker(project, m)
     with pytest.raises(echo_records.MarkerReusedError):  # same hex, other words: still the same marker
         echo_records.record_marker(project, Marker("a lantern held under water", m.hex))
-    assert project.count("echo_markers") == 1
+    assert _sql.count(project, "echo_markers") == 1

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from workbench.core.project import echo as records
 from workbench.core.protocols.echo.models import ResonanceAnchor, SessionSeed, VerificationEntry, next_session_id
 from workbench.core.protocols.echo.restore import Transition
+from workbench.core.project import _sql
 
 MARKER = "the hand on the neck, the shape of the breath — 7f3a9c"
 
@@ -42,7 +43,7 @@ def test_the_anchor_keeps_the_seed_fields_and_its_full_verification_history(proj
 
 def test_an_anchor_never_reuses_a_marker(project):
     first = records.save_anchor(project, ResonanceAnchor(agent="a", marker=MARKER, session_id="s1"))
-    assert project.get("echo_markers", "7f3a9c")["marker"] == MARKER  # recorded as issued
+    assert _sql.get(project, "echo_markers", "7f3a9c")["marker"] == MARKER  # recorded as issued
     with pytest.raises(records.MarkerReusedError):
         records.save_anchor(project, ResonanceAnchor(agent="b", marker=MARKER, session_id="s2"))
     with pytest.raises(records.MarkerReusedError):
@@ -64,7 +65,7 @@ def test_the_session_seed_round_trips_and_is_updated_in_place(project):
     assert loaded.key == "session_seed_gemini"
     assert loaded.seed_view() == seed.seed_view()
     records.save_seed(project, saved.with_exchange("d").checkpoint("2026-01-31T11:00:00.000Z"))
-    assert project.count("echo_session_seeds") == 1
+    assert _sql.count(project, "echo_session_seeds") == 1
     again = records.load_seed(project, "gemini")
     assert again.recent_exchange == ["b", "c", "d"] and again.last_checkpoint == "2026-01-31T11:00:00.000Z"
 
@@ -88,7 +89,7 @@ def test_transitions_are_stored_in_order_and_grouped_by_episode(project):
 
 def test_issue_marker_records_it(project):
     m = records.issue_marker(project, rng=random.Random(3), at="2026-01-31T10:00:00.000Z")
-    assert project.get("echo_markers", m.hex) == {"hex": m.hex, "marker": str(m),
+    assert _sql.get(project, "echo_markers", m.hex) == {"hex": m.hex, "marker": str(m),
                                                  "issued_at": "2026-01-31T10:00:00.000Z",
                                                  "run_id": None, "issue_key": None}  # issued outside a run
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from workbench.core.protocols.echo.api import MarkerIssuer, drive
+from workbench.core.protocols.echo import MarkerIssuer, drive
 from workbench.core.protocols.echo.models import SessionSeed
 from workbench.core.protocols.echo.restore import (
     RestorationContext,

@@ -12,13 +12,14 @@ import random
 import pytest
 
 from workbench.core.project import echo as records
-from workbench.core.protocols.echo.api import (
+from workbench.core.protocols.echo import (
     AgentContext,
     EchoPlan,
     SimulatedAgent,
     summary_keeping_markers,
 )
 from workbench.core.protocols.shared.steps import AgentCall
+from workbench.core.project import _sql
 
 QUERY = ("Please weigh the next part of the design against the constraints we settled and list the "
          "risks you see in it today")
@@ -33,13 +34,13 @@ def plan(pattern="stateful", turns=8, interval=5, **kw) -> EchoPlan:
 
 
 def steps_of(store, restoration_id):
-    rows = store.rows("echo_restorations", "restoration = ?", (restoration_id,), order_by="id")
+    rows = _sql.rows(store, "echo_restorations", "restoration = ?", (restoration_id,), order_by="id")
     assert [r["id"] for r in rows] == sorted(r["id"] for r in rows)
     return [r["step"] for r in rows]
 
 
 def checks(store):
-    return store.rows("echo_verifications", order_by="id")
+    return _sql.rows(store, "echo_verifications", order_by="id")
 
 
 def lost_at(agent: SimulatedAgent, hex_: str) -> int:
@@ -65,13 +66,13 @@ def test_silent_truncation_is_detected_within_the_interval_and_restored(project,
     # Restoration ran through every step, in order, for the lost anchor.
     (rid,) = records.restoration_ids(project, "a1")
     assert steps_of(project, rid) == FULL
-    assert {r["anchor_id"] for r in project.rows("echo_restorations")} == {first.id}
-    log = project.rows("echo_restorations", "step = 'log'")[0]
+    assert {r["anchor_id"] for r in _sql.rows(project, "echo_restorations")} == {first.id}
+    log = _sql.rows(project, "echo_restorations", "step = 'log'")[0]
     assert log["detail_json"]["message"] == f"Resonance anchor lost at {failed[0].time}"
 
     # A new, recorded, unique marker; the lost anchor retired, the new one active and verified.
     assert second.hex != first.hex and not first.active and second.active
-    assert project.count("echo_markers") == 2 == len(records.issued_hexes(project))
+    assert _sql.count(project, "echo_markers") == 2 == len(records.issued_hexes(project))
     assert second.session_id == "2026-01-31-002"
     assert second.verifications[0].success and second.verifications[0].trigger == "restoration"
     assert records.load_seed(project, "a1").resonance_marker == second.marker
@@ -91,14 +92,14 @@ def test_when_reverification_fails_the_restoration_escalates(project, now):
     (anchor,) = records.list_anchors(project, "a1")
     (rid,) = records.restoration_ids(project, "a1")
     assert steps_of(project, rid) == ["log", "read_seed", "new_session", "inject", "verify", "escalate"]
-    escalate = project.rows("echo_restorations", "step = 'escalate'")[0]["detail_json"]
+    escalate = _sql.rows(project, "echo_restorations", "step = 'escalate'")[0]["detail_json"]
     assert escalate["to"] == "conductor"
     assert not anchor.active
     assert [(c.success, c.action) for c in anchor.verifications][-2:] == [
         (False, "restoration_triggered"), (False, "escalated")]
     assert summary.status == "escalated" and summary.turns < 12 and summary.marker is None
     # The marker issued for the failed restoration is recorded too, so it is never issued again.
-    assert project.count("echo_markers") == 2
+    assert _sql.count(project, "echo_markers") == 2
 
 
 # ----- hard rejection ---------------------------------------------------------------------------
@@ -116,7 +117,7 @@ def test_hard_rejection_is_checked_after_the_error_and_restored_in_a_new_session
     assert "context_limit" in failed[0].reply_excerpt
     (rid,) = records.restoration_ids(project, "a1")
     assert steps_of(project, rid) == FULL
-    assert project.rows("echo_restorations", "step = 'log'")[0]["detail_json"]["new_session_required"] is True
+    assert _sql.rows(project, "echo_restorations", "step = 'log'")[0]["detail_json"]["new_session_required"] is True
     assert second.active and second.session_id == "2026-01-31-002"
     assert all(h["ok"] for h in agent.history if h["purpose"] == "turn" and h["turn"] > wall)
     assert summary.status == "completed" and summary.turns == 8
@@ -193,21 +194,21 @@ def test_an_interrupted_restoration_resumes_from_its_rows(project, now):
         records.run_echo_session(project, plan(turns=8), crashing, rng=random.Random(18), now=now)
     (rid,) = records.restoration_ids(project, "a1")
     assert steps_of(project, rid) == ["log", "read_seed", "new_session", "inject"]
-    issued = project.count("echo_markers")
+    issued = _sql.count(project, "echo_markers")
 
     outcome = records.resume_restoration(project, rid, agent.answer, now=now)
     assert outcome.status == "resumed"
     assert steps_of(project, rid) == FULL
-    assert project.count("echo_markers") == issued  # the injected marker was reused, none issued
-    inject = project.rows("echo_restorations", "step = 'inject'")[0]["detail_json"]
+    assert _sql.count(project, "echo_markers") == issued  # the injected marker was reused, none issued
+    inject = _sql.rows(project, "echo_restorations", "step = 'inject'")[0]["detail_json"]
     assert str(outcome.new_marker) == inject["marker"]
     old, new = records.list_anchors(project, "a1")
     assert not old.active and new.active and new.marker == inject["marker"]
     assert records.load_seed(project, "a1").resonance_marker == new.marker
     # Resuming a finished episode changes nothing.
-    before = project.count("echo_restorations")
+    before = _sql.count(project, "echo_restorations")
     records.resume_restoration(project, rid, agent.answer, now=now)
-    assert project.count("echo_restorations") == before
+    assert _sql.count(project, "echo_restorations") == before
 
 
 # ----- next session: the continuity check -------------------------------------------------------

@@ -15,12 +15,13 @@ import pytest
 
 from workbench.core.project import echo as records
 from workbench.core.errors import InputError
-from workbench.core.protocols.echo.api import drive, find_markers
+from workbench.core.protocols.echo import drive, find_markers
 from workbench.core.protocols.echo.wrap import echo_options, pattern_for, strip_echo_trailer, with_echo
-from workbench.core.protocols.rcp.run import fenced
+from workbench.core.protocols.shared.fencing import fenced
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 from workbench.core.runs.config import parse_run_config
 from workbench.core.sim import SimPanel
+from workbench.core.project import _sql
 
 FULL = ["log", "read_seed", "new_session", "inject", "verify", "resume"]
 
@@ -318,13 +319,13 @@ def test_calls_echo_does_not_manage_pass_through_untouched():
 @pytest.mark.parametrize("echo, field, words", [
     ({"patterns": {"a9": "stateless"}}, "echo.patterns.a9", "no such agent"),
     ({"patterns": {"st": "sometimes"}}, "echo.patterns.st", "must be one of"),
-    ({"patterns": ["st"]}, "echo.patterns", "must map agent ids"),
-    ({"interval": 0}, "echo.interval", "whole number"),
+    ({"patterns": ["st"]}, "echo.patterns", "must be an object"),
+    ({"interval": 0}, "echo.interval", "must be at least 1"),
     ({"interval": "10"}, "echo.interval", "whole number"),
-    ({"project": ""}, "echo.project", "non-empty"),
+    ({"project": " "}, "echo.project", "must not be empty"),
     ({"check_token": "yes"}, "echo.check_token", "true or false"),
     ({"decisions": "none"}, "echo.decisions", "list"),
-    ({"intervall": 5}, "echo.intervall", "unknown option"),
+    ({"intervall": 5}, "echo.intervall", "unknown key"),
 ])
 def test_invalid_echo_options_name_their_field(echo, field, words):
     with pytest.raises(InputError) as err:  # refused with the configuration, before any run
@@ -441,20 +442,20 @@ def test_sim_hard_rejection_fails_the_call_and_a_new_session_restores_it():
 
 # ----- markers in the project file ---------------------------------------------------------------
 def test_issue_marker_for_returns_the_same_marker_for_the_same_key(project):
-    project.insert("runs", {"id": "r1", "protocol": "rcp", "status": "running", "seed": 4,
+    _sql.insert(project, "runs", {"id": "r1", "protocol": "rcp", "status": "running", "seed": 4,
                             "started_at": "2026-01-31T10:00:00.000Z"})
-    project.insert("runs", {"id": "r2", "protocol": "rcp", "status": "running", "seed": 4,
+    _sql.insert(project, "runs", {"id": "r2", "protocol": "rcp", "status": "running", "seed": 4,
                             "started_at": "2026-01-31T10:00:00.000Z"})
     a = records.issue_marker_for(project, "r1", "echo/a1/session", rng=random.Random(1))
     again = records.issue_marker_for(project, "r1", "echo/a1/session", rng=random.Random(99))
     assert again == a
-    row = project.get("echo_markers", a.hex)
+    row = _sql.get(project, "echo_markers", a.hex)
     assert (row["run_id"], row["issue_key"], row["marker"]) == ("r1", "echo/a1/session", str(a))
     # Another key, or the same key in another run: a new marker, never a hex issued before,
     # even when the generator replays the same draws.
     b = records.issue_marker_for(project, "r1", "echo/a1/restore/1", rng=random.Random(1))
     c = records.issue_marker_for(project, "r2", "echo/a1/session", rng=random.Random(1))
-    assert len({a.hex, b.hex, c.hex}) == 3 and project.count("echo_markers") == 3
+    assert len({a.hex, b.hex, c.hex}) == 3 and _sql.count(project, "echo_markers") == 3
     # Same seed and key in another run: same words, another hex.
     assert c.fragment == a.fragment
     with pytest.raises(InputError):
@@ -462,7 +463,7 @@ def test_issue_marker_for_returns_the_same_marker_for_the_same_key(project):
 
 
 def test_a_replayed_run_does_not_duplicate_its_echo_records(project):
-    project.insert("runs", {"id": "r1", "protocol": "rcp", "status": "running", "seed": 4,
+    _sql.insert(project, "runs", {"id": "r1", "protocol": "rcp", "status": "running", "seed": 4,
                             "started_at": "2026-01-31T10:00:00.000Z"})
     cfg = config({"hr": {"params": {"overflow": "hard_rejection"}}, "st": {}}, echo={"interval": 2})
 
@@ -473,7 +474,7 @@ def test_a_replayed_run_does_not_duplicate_its_echo_records(project):
         drive(gen, fake, lambda n: records.persist_note(project, n) if n.kind.startswith("echo.") else None)
 
     def counts():  # (a check is recognised by its call, which only a runner records: see tests/runs)
-        return {t: project.count(t) for t in ("echo_markers", "echo_anchors", "echo_restorations",
+        return {t: _sql.count(project, t) for t in ("echo_markers", "echo_anchors", "echo_restorations",
                                               "echo_session_seeds")}
 
     once()

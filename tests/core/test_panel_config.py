@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from workbench.core.runs.providers import ClusterConfig, ProviderConfig
 from workbench.core.project.store import Store
+from workbench.core.project import _sql
 
 SECRET = "sk-live-THIS-IS-A-SECRET-9f8e7d6c5b4a"
 
@@ -36,7 +37,7 @@ def test_the_key_never_reaches_the_project_file(tmp_path, monkeypatch):
     monkeypatch.setenv("LOCAL_LLM_KEY", SECRET)
     store = Store.create(tmp_path / "p.rwb")
     provider = ProviderConfig(name="local", model="openai/m", api_key_env="LOCAL_LLM_KEY")
-    store.insert("providers", provider.record())
+    _sql.insert(store, "providers", provider.record())
     store.close_connection()
     data = (tmp_path / "p.rwb").read_bytes()
     assert b"LOCAL_LLM_KEY" in data and SECRET.encode() not in data

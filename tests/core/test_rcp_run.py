@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.core.protocols.rcp.run import (RcpAgent, RcpRunConfig, delimiter, parse_ballot, parse_vote,
-                                              presentation_order, run_rcp)
+from workbench.core.protocols.rcp.run import (RcpAgent, RcpRunConfig, parse_ballot, parse_vote, presentation_order,
+                                              run_rcp)
+from workbench.core.protocols.shared.fencing import delimiter
 from workbench.core.protocols.shared.steps import AgentReply, Batch, Note
 
 AGENTS = (RcpAgent("a1", "advocate", "pro"), RcpAgent("a2", "advocate", "pro"),

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from workbench.core.protocols.echo import api as echo
-from workbench.core.protocols.arm.api import ArmRunConfig, run_arm
+from workbench.core.protocols import echo
+from workbench.core.protocols.arm import ArmRunConfig, run_arm
 from workbench.core.protocols.cons.run import CONDUCTOR, ConsAgent, ConsRunConfig, run_cons
 from workbench.core.protocols.findings.run import FindingsAgent, FindingsRunConfig, run_findings
 from workbench.core.protocols.rcp.run import RcpAgent, RcpRunConfig, run_rcp

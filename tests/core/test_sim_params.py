@@ -14,7 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.arm.api import metrics_report, parse_reply, run_to_upstream
+from workbench.core.protocols.arm import metrics_report, parse_reply, run_to_upstream
 from workbench.core.protocols.cons.run import parse_ballot_reply
 from workbench.core.protocols.findings.run import parse_finding_vote
 from workbench.core.protocols.rcp.run import parse_vote

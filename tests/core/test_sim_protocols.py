@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from workbench.core.protocols.arm.api import invariant_violations, metrics_report, run_to_upstream
+from workbench.core.protocols.arm import invariant_violations, metrics_report, run_to_upstream
 from workbench.core.protocols.arm.metrics import verdict_of
 from workbench.core.protocols.cons.run import parse_ballot_reply
 from workbench.core.protocols.findings.run import parse_finding_vote

@@ -14,6 +14,9 @@ from workbench.core.project import store as store_module
 from workbench.core.project.files import ProjectError
 from workbench.core.project.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from workbench.core.project.store import Store, journal_mode_for
+from workbench.core.project import _sql
+from workbench.core.project import meta
+from workbench.core.project import watch
 
 
 def sha(path: Path) -> str:
@@ -65,22 +68,22 @@ def test_create_refuses_to_replace_an_existing_file(tmp_path):
 
 # ----- round trips ----------------------------------------------------------------------------
 def test_samples_cover_every_table_and_column(project):
-    assert set(project.tables()) == set(SAMPLE_ROWS)
+    assert set(_sql.tables(project)) == set(SAMPLE_ROWS)
     for table, row in SAMPLE_ROWS.items():
-        assert set(project.columns(table)) == set(row), table
+        assert set(_sql.columns(project, table)) == set(row), table
 
 
 def test_every_table_round_trips(project):
     for table, row in SAMPLE_ROWS.items():
         if table == "project":
-            project.update("project", 1, {k: v for k, v in row.items() if k != "id"})
+            _sql.update(project, "project", 1, {k: v for k, v in row.items() if k != "id"})
         else:
-            project.insert(table, row)
+            _sql.insert(project, table, row)
     project.close_connection()
     reopened = Store.open(project.path)
     try:
         for table, row in SAMPLE_ROWS.items():
-            stored = reopened.rows(table)
+            stored = _sql.rows(reopened, table)
             assert stored == [row], table
     finally:
         reopened.close_connection()
@@ -88,12 +91,12 @@ def test_every_table_round_trips(project):
 
 def test_json_columns_keep_scalars_and_unicode(project):
     for value in ("text", 3, 2.5, True, None, [], {"ü": "—"}):
-        project.set_setting("k", value)
-        assert project.setting("k") == value
+        meta.set_setting(project, "k", value)
+        assert meta.setting(project, "k") == value
 
 
 def test_insert_returns_key_and_changes(project):
-    pk, changes = project.insert("clusters", {"name": "critic"})
+    pk, changes = _sql.insert(project, "clusters", {"name": "critic"})
     assert isinstance(pk, int)
     assert changes.touches("clusters") and not changes.touches("agents")
     assert changes.keys_of("clusters") == [pk]
@@ -101,17 +104,17 @@ def test_insert_returns_key_and_changes(project):
 
 def test_a_failed_transaction_writes_nothing(project):
     with pytest.raises(RuntimeError):
-        with project.write() as tx:
+        with _sql.write(project) as tx:
             tx.insert("clusters", {"name": "one"})
             raise RuntimeError("boom")
-    assert project.count("clusters") == 0
+    assert _sql.count(project, "clusters") == 0
 
 
 def test_schema_constraints_hold(project):
     with pytest.raises(sqlite3.IntegrityError):
-        project.insert("runs", {"id": "r", "protocol": "rcp", "status": "paused", "started_at": "t"})
+        _sql.insert(project, "runs", {"id": "r", "protocol": "rcp", "status": "paused", "started_at": "t"})
     with pytest.raises(sqlite3.IntegrityError):
-        project.insert("finding_votes", {"finding_id": "missing", "agent": "a", "created_at": "t"})
+        _sql.insert(project, "finding_votes", {"finding_id": "missing", "agent": "a", "created_at": "t"})
 
 
 def test_each_thread_uses_its_own_connection(project):
@@ -120,7 +123,7 @@ def test_each_thread_uses_its_own_connection(project):
     def write(n: int) -> None:
         try:
             for i in range(50):
-                project.insert("settings", {"key": f"t{n}-{i}", "value_json": i})
+                _sql.insert(project, "settings", {"key": f"t{n}-{i}", "value_json": i})
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
         finally:
@@ -132,7 +135,7 @@ def test_each_thread_uses_its_own_connection(project):
     for t in threads:
         t.join()
     assert errors == []
-    assert project.count("settings") == 200
+    assert _sql.count(project, "settings") == 200
 
 
 def test_a_writer_blocked_past_the_busy_timeout_gets_a_clear_message(project, monkeypatch):
@@ -142,7 +145,7 @@ def test_a_writer_blocked_past_the_busy_timeout_gets_a_clear_message(project, mo
     other = Store.open(project.path)
     try:
         with pytest.raises(ProjectError, match="busy") as caught:
-            other.insert("clusters", {"name": "late"})
+            _sql.insert(other, "clusters", {"name": "late"})
         assert caught.value.kind == "locked"
     finally:
         blocker.execute("ROLLBACK")
@@ -183,9 +186,9 @@ def test_migration_from_version_1_backs_up_then_upgrades(tmp_path):
         assert copy.execute("SELECT id FROM runs").fetchall() == [("r-old",)]
         copy.close()
         assert store.info()["schema_version"] == SCHEMA_VERSION
-        assert [r["id"] for r in store.rows("runs")] == ["r-old"]
-        assert store.project()["name"] == "old"
-        store.insert("traces", {"run_id": "r-old", "round_no": 1, "role": "alpha", "created_at": "t"})
+        assert [r["id"] for r in _sql.rows(store, "runs")] == ["r-old"]
+        assert meta.project_row(store)["name"] == "old"
+        _sql.insert(store, "traces", {"run_id": "r-old", "round_no": 1, "role": "alpha", "created_at": "t"})
     finally:
         store.close_connection()
 
@@ -221,9 +224,9 @@ def test_future_version_opens_read_only_with_a_banner(tmp_path):
         assert store.read_only
         assert "newer Resonance Workbench" in store.report.read_only_reason
         assert "read-only" in store.report.read_only_reason
-        assert store.project()["name"] == "future"  # still readable
+        assert meta.project_row(store)["name"] == "future"  # still readable
         with pytest.raises(ProjectError) as caught:
-            store.insert("clusters", {"name": "x"})
+            _sql.insert(store, "clusters", {"name": "x"})
         assert caught.value.kind == "read_only"
     finally:
         store.close_connection()
@@ -233,7 +236,7 @@ def test_future_version_opens_read_only_with_a_banner(tmp_path):
 def test_truncated_file_is_refused(tmp_path):
     path = tmp_path / "cut.rwb"
     store = Store.create(path)
-    with store.write() as tx:
+    with _sql.write(store) as tx:
         for i in range(200):
             tx.insert("settings", {"key": f"k{i}", "value_json": "x" * 200})
     store.close_connection()
@@ -289,7 +292,7 @@ def test_other_sqlite_databases_are_refused(tmp_path, app_id, message):
 def test_corrupted_page_is_refused(tmp_path):
     path = tmp_path / "bad.rwb"
     store = Store.create(path)
-    with store.write() as tx:
+    with _sql.write(store) as tx:
         for i in range(400):
             tx.insert("settings", {"key": f"k{i:04d}", "value_json": "x" * 300})
     store.close_connection()
@@ -314,11 +317,11 @@ def test_missing_file(tmp_path):
 
 # ----- Save As --------------------------------------------------------------------------------
 def test_save_as_copies_through_the_backup_api(project, tmp_path):
-    project.insert("clusters", {"name": "advocate"})
+    _sql.insert(project, "clusters", {"name": "advocate"})
     copy = project.backup_to(tmp_path / "copy.rwb")
     other = Store.open(copy)
     try:
-        assert [c["name"] for c in other.rows("clusters")] == ["advocate"]
+        assert [c["name"] for c in _sql.rows(other, "clusters")] == ["advocate"]
         assert other.info()["application_id"] == APPLICATION_ID
     finally:
         other.close_connection()
@@ -336,23 +339,23 @@ def test_save_as_refuses_the_open_file_and_existing_files(project, tmp_path):
 
 def test_save_as_includes_uncommitted_free_consistent_state(project, tmp_path):
     """A copy taken while another connection writes is a consistent snapshot."""
-    project.insert("settings", {"key": "a", "value_json": 1})
+    _sql.insert(project, "settings", {"key": "a", "value_json": 1})
     writer = Store.open(project.path)
-    with writer.write() as tx:
+    with _sql.write(writer) as tx:
         tx.insert("settings", {"key": "b", "value_json": 2})
     copy = project.backup_to(tmp_path / "snap.rwb")
     writer.close_connection()
     snap = Store.open(copy)
     try:
-        assert {r["key"] for r in snap.rows("settings")} == {"a", "b"}
+        assert {r["key"] for r in _sql.rows(snap, "settings")} == {"a", "b"}
     finally:
         snap.close_connection()
 
 
 # ----- external change detection -----------------------------------------------------------------
 def test_data_version_changes_when_another_connection_commits(project):
-    seen = project.data_version()
+    seen = watch.data_version(project)
     other = Store.open(project.path)
-    other.insert("clusters", {"name": "from elsewhere"})
+    _sql.insert(other, "clusters", {"name": "from elsewhere"})
     other.close_connection()
-    assert project.data_version() != seen
+    assert watch.data_version(project) != seen

@@ -21,6 +21,7 @@ from workbench.core.project import echo as records
 from workbench.core.runs.config import parse_run_config
 from workbench.core.project.store import Store
 from workbench.services.runs.runner import Runner
+from workbench.core.project import _sql
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_runs" / "rcp-echo-sim.json"
 FULL = ["log", "read_seed", "new_session", "inject", "verify", "resume"]
@@ -48,7 +49,7 @@ def straight(project):
 def calls_of(store, run_id, agent):
     """The agent's calls in the order it answered them, with sim's ground truth."""
     out = []
-    for row in store.rows("llm_calls", "run_id = ? AND agent_id = ?", (run_id, agent), order_by="id"):
+    for row in _sql.rows(store, "llm_calls", "run_id = ? AND agent_id = ?", (run_id, agent), order_by="id"):
         truth = ((row["response_json"] or {}).get("reply_meta") or {}).get("sim", {}).get("echo", {})
         out.append({"key": row["step_key"], "status": row["status"], "turn": truth.get("turn"),
                     "hexes": truth.get("window_hexes", [])})
@@ -81,7 +82,7 @@ def test_the_wrapped_run_completes_and_still_produces_its_rcp_result(project, st
     assert summary["status"] == "completed", summary
     assert [r["round"] for r in summary["rounds"]] == [1, 2, 3]
     assert all(r["states"] for r in summary["rounds"])
-    assert project.count("votes", "run_id = ? AND status = 'valid'", (run_id,)) > 60
+    assert _sql.count(project, "votes", "run_id = ? AND status = 'valid'", (run_id,)) > 60
     # One session per agent, each pattern by agent type (c1 is set to stateful by echo.patterns).
     echo = summary["echo"]
     assert {a: s["pattern"] for a, s in echo.items()} == {
@@ -93,12 +94,12 @@ def test_the_wrapped_run_completes_and_still_produces_its_rcp_result(project, st
     for agent in echo:
         anchors = records.list_anchors(project, agent, run_id=run_id)
         assert anchors and sum(len(a.verifications) for a in anchors) >= 4
-    unlinked = project.query("SELECT v.id FROM echo_verifications v JOIN echo_anchors a ON a.id = v.anchor_id "
+    unlinked = _sql.query(project, "SELECT v.id FROM echo_verifications v JOIN echo_anchors a ON a.id = v.anchor_id "
                              "WHERE a.run_id = ? AND v.call_id IS NULL", (run_id,))
     assert not unlinked
     # Every overflow behaviour showed up and was dealt with.
     assert echo["a2"]["failures"] >= 1 and echo["a3"]["failures"] >= 1 and echo["c1"]["failures"] >= 2
-    walls = project.rows("llm_calls", "run_id = ? AND agent_id = 'a3' AND status = 'error'", (run_id,))
+    walls = _sql.rows(project, "llm_calls", "run_id = ? AND agent_id = 'a3' AND status = 'error'", (run_id,))
     assert walls and all(w["error"] is None or "context_limit" in w["error"] for w in walls)
 
 
@@ -121,10 +122,10 @@ def test_silent_truncation_is_detected_within_the_interval_of_the_real_loss_and_
         episodes = records.restoration_ids(project, agent, run_id=run_id)
         assert episodes == [f"restore-{hex_}" for hex_, _ in failed]
         for n, episode in enumerate(episodes, 1):
-            rows = project.rows("echo_restorations", "restoration = ?", (episode,), order_by="id")
+            rows = _sql.rows(project, "echo_restorations", "restoration = ?", (episode,), order_by="id")
             assert [r["step"] for r in rows] == steps
             new_hex = rows[steps.index("inject")]["detail_json"]["hex"]
-            marker = project.get("echo_markers", new_hex)
+            marker = _sql.get(project, "echo_markers", new_hex)
             assert (marker["run_id"], marker["issue_key"]) == (run_id, f"echo/{agent}/restore/{n}")
             assert records.load_anchor(project, agent, run_id=run_id, active_only=False, marker_hex=new_hex)
 
@@ -133,7 +134,7 @@ def test_the_other_overflow_behaviours_are_caught_by_their_own_triggers(project,
     run_id, _ = straight
     a3 = records.list_anchors(project, "a3", run_id=run_id)
     assert any(not v.success and v.trigger == "error" for a in a3 for v in a.verifications)
-    assert all(r["step"] in FULL for r in project.rows("echo_restorations", "agent_id = 'a3' AND run_id = ?",
+    assert all(r["step"] in FULL for r in _sql.rows(project, "echo_restorations", "agent_id = 'a3' AND run_id = ?",
                                                       (run_id,)))
     a2 = records.list_anchors(project, "a2", run_id=run_id)
     assert any(not v.success and "compaction" in v.trigger for a in a2 for v in a.verifications)
@@ -153,9 +154,9 @@ def test_the_checklist_reads_the_run(project, straight):
 
 def echo_content(store, run_id) -> dict:
     """A run's Echo records and votes, with hexes replaced by what they were issued for."""
-    names = {r["hex"]: r["issue_key"] for r in store.rows("echo_markers", "run_id = ?", (run_id,))}
+    names = {r["hex"]: r["issue_key"] for r in _sql.rows(store, "echo_markers", "run_id = ?", (run_id,))}
     plain = lambda text: re.sub(r"\b[0-9a-f]{6}\b", lambda m: names.get(m.group(0), m.group(0)), text)
-    q = lambda sql: [tuple(r.values()) for r in store.query(sql, (run_id,))]
+    q = lambda sql: [tuple(r.values()) for r in _sql.query(store, sql, (run_id,))]
     return {
         "markers": sorted(names.values()),
         "anchors": q("SELECT agent_id, injection, session_id, active FROM echo_anchors WHERE run_id = ? ORDER BY id"),
@@ -184,18 +185,18 @@ def test_cancel_and_resume_gives_the_same_echo_records_and_votes(project, straig
     run_id = runner.create(parse_run_config({**sample(), "dispatch": "sequential"}))
     first = runner.execute(run_id)
     assert first["status"] == "interrupted"
-    issued = project.count("echo_markers", "run_id = ?", (run_id,))
-    done = project.count("llm_calls", "run_id = ? AND status IN ('ok', 'invalid')", (run_id,))
+    issued = _sql.count(project, "echo_markers", "run_id = ?", (run_id,))
+    done = _sql.count(project, "llm_calls", "run_id = ? AND status IN ('ok', 'invalid')", (run_id,))
     again = Runner(project).execute(run_id)
     assert again["status"] == "completed" and again["resumed_calls"] == done > 0
     # Same keys, same prompts (up to the hexes, which never repeat), same records, same votes.
     assert echo_content(project, run_id) == echo_content(project, straight[0])
     assert again["echo"].keys() == straight[1]["echo"].keys()
     # The resumed run got its markers back instead of drawing new ones.
-    rows = project.rows("echo_markers", "run_id = ?", (run_id,))
+    rows = _sql.rows(project, "echo_markers", "run_id = ?", (run_id,))
     assert len(rows) >= issued and len({r["issue_key"] for r in rows}) == len(rows)
     # Every hex in the project is unique, and no run shares one with another.
-    hexes = [r["hex"] for r in project.rows("echo_markers")]
+    hexes = [r["hex"] for r in _sql.rows(project, "echo_markers")]
     assert len(hexes) == len(set(hexes))
-    straight_hexes = {r["hex"] for r in project.rows("echo_markers", "run_id = ?", (straight[0],))}
+    straight_hexes = {r["hex"] for r in _sql.rows(project, "echo_markers", "run_id = ?", (straight[0],))}
     assert not straight_hexes & {r["hex"] for r in rows}

@@ -7,10 +7,13 @@ import re
 
 import pytest
 
+from workbench.core.errors import InputError
+
 from tests.support.fake_llm_server import FakeLLMServer, Reply
 from workbench.core.runs.config import parse_run_config
 from workbench.core.project.store import Store
 from workbench.services.runs.runner import Runner
+from workbench.core.project import _sql
 
 SECRET = "sk-loopback-SECRET-0123456789abcdef"
 
@@ -54,12 +57,12 @@ def test_rcp_run_through_litellm_records_every_call_and_vote(tmp_path, server, m
         summary = runner.execute(run_id)
         assert summary["status"] == "completed", summary
         assert summary["calls"] == 4 + 4 * 3 and summary["failed_calls"] == 0
-        assert store.count("artifacts", "run_id = ?", (run_id,)) == 4
-        assert store.count("votes", "run_id = ? AND status = 'valid'", (run_id,)) == 12
+        assert _sql.count(store, "artifacts", "run_id = ?", (run_id,)) == 4
+        assert _sql.count(store, "votes", "run_id = ? AND status = 'valid'", (run_id,)) == 12
         tiers = {s["tier"] for s in summary["rounds"][0]["states"]}
         assert tiers == {"positive_consensus"}
         assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in server.chat_requests)
-        calls = store.rows("llm_calls", "run_id = ?", (run_id,))
+        calls = _sql.rows(store, "llm_calls", "run_id = ?", (run_id,))
         assert {c["model"] for c in calls} == {"openai/fake-model"} and all(c["attempts"] == 1 for c in calls)
         assert all(c["cost_usd"] is None and c["cost_source"] == "unknown" for c in calls)  # unmapped: unknown, not $0
     finally:
@@ -78,21 +81,23 @@ def test_a_run_that_hits_a_dead_provider_fails_its_calls_cleanly(tmp_path, serve
         summary = runner.execute(runner.create(cfg))
         assert summary["status"] == "completed"  # every generate failed: no artifact, nothing to vote on
         assert summary["failed_calls"] == 4 and summary["calls"] == 4
-        errors = {r["error_kind"] for r in store.rows("llm_calls")}
+        errors = {r["error_kind"] for r in _sql.rows(store, "llm_calls")}
         assert errors == {"connection"}
     finally:
         store.close_connection()
 
 
 def test_a_missing_key_is_a_clear_failure_and_nothing_is_sent(tmp_path, server, monkeypatch):
+    # Refused before the first call (issue 11): the run never goes to "running", no call is made.
     monkeypatch.delenv("LOOP_KEY", raising=False)
     store = Store.create(tmp_path / "p.rwb")
     try:
         runner = Runner(store)
-        summary = runner.execute(runner.create(rcp_config(server)))
-        rows = store.rows("llm_calls")
-        assert summary["failed_calls"] == 4 and {r["error_kind"] for r in rows} == {"missing_key"}
-        assert "LOOP_KEY" in rows[0]["error"] and server.chat_requests == []
+        run_id = runner.create(rcp_config(server))
+        with pytest.raises(InputError, match="LOOP_KEY"):
+            runner.execute(run_id)
+        assert _sql.rows(store, "llm_calls") == [] and server.chat_requests == []
+        assert _sql.get(store, "runs", run_id)["status"] == "interrupted"  # resumable once the key is set
     finally:
         store.close_connection()
 
@@ -116,10 +121,10 @@ def test_an_arm_reply_cut_off_at_the_token_limit_is_recorded_as_truncated(tmp_pa
         runner = Runner(store)
         run_id = runner.create(cfg)
         assert runner.execute(run_id)["status"] == "completed"
-        gamma = store.rows("traces", "run_id = ? AND round_no = 2 AND role = 'gamma'", (run_id,))[0]
+        gamma = _sql.rows(store, "traces", "run_id = ? AND round_no = 2 AND role = 'gamma'", (run_id,))[0]
         assert gamma["ok"] == 0 and gamma["stop_reason"] == "length"
         assert "truncation_detected" in gamma["flags_json"]
-        calls = store.rows("llm_calls", "run_id = ? AND step_key = 'r2/gamma'", (run_id,))
+        calls = _sql.rows(store, "llm_calls", "run_id = ? AND step_key = 'r2/gamma'", (run_id,))
         assert calls[0]["status"] == "invalid"  # kept with its raw text, never coerced
     finally:
         store.close_connection()
@@ -151,7 +156,7 @@ def test_findings_run_through_litellm(tmp_path, server, monkeypatch):
         summary = runner.execute(runner.create(cfg))
         [f1] = summary["findings"]
         assert abs(f1["consensus_score"] - 1.15 / 3) < 1e-12 and f1["status"] == "challenged"
-        assert store.count("finding_votes", "status = 'valid' AND client = 'run'") == 3
+        assert _sql.count(store, "finding_votes", "status = 'valid' AND client = 'run'") == 3
     finally:
         store.close_connection()
 
@@ -179,8 +184,8 @@ def test_cons_run_through_litellm_with_an_invalid_ballot_kept(tmp_path, server, 
         run_id = runner.create(cfg)
         summary = runner.execute(run_id)
         assert summary["status"] == "completed" and summary["cons"]["verdict"] == "PROVEN"
-        invalid = store.rows("cons_ballots", "status = 'invalid'")
+        invalid = _sql.rows(store, "cons_ballots", "status = 'invalid'")
         assert len(invalid) == 1 and invalid[0]["raw"] == "I accept the single file."
-        assert store.count("llm_calls", "run_id = ? AND status = 'invalid'", (run_id,)) == 1
+        assert _sql.count(store, "llm_calls", "run_id = ? AND status = 'invalid'", (run_id,)) == 1
     finally:
         store.close_connection()

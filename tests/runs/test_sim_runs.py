@@ -13,6 +13,7 @@ from workbench.core.runs.config import parse_run_config
 from workbench.core.project.export import run_records
 from workbench.core.project.store import Store
 from workbench.services.runs.runner import Runner
+from workbench.core.project import _sql
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_runs"
 
@@ -36,7 +37,7 @@ def run(store, data, **kw) -> tuple[str, dict]:
 
 def content(store, run_id) -> dict:
     """What a run concluded, without ids, timings or other bookkeeping."""
-    q = lambda sql: sorted(tuple(r.values()) for r in store.query(sql, (run_id,)))
+    q = lambda sql: sorted(tuple(r.values()) for r in _sql.query(store, sql, (run_id,)))
     return {
         "calls": q("SELECT step_key, status, reply_text FROM llm_calls WHERE run_id = ? AND status IN ('ok', 'invalid')"),
         "artifacts": q("SELECT key, author_agent, content FROM artifacts WHERE run_id = ?"),
@@ -53,8 +54,8 @@ def test_every_protocol_runs_offline_and_everything_is_labelled_simulated(store,
     run_id, summary = run(store, sample(name))
     assert summary["status"] == "completed", summary
     assert summary["calls"] > 0 and summary["failed_calls"] == 0
-    assert store.get("runs", run_id)["simulated"] == 1
-    assert store.count("llm_calls", "run_id = ? AND simulated = 0", (run_id,)) == 0
+    assert _sql.get(store, "runs", run_id)["simulated"] == 1
+    assert _sql.count(store, "llm_calls", "run_id = ? AND simulated = 0", (run_id,)) == 0
     records = list(run_records(store, run_id))
     assert all(r["simulated"] is True for r in records)
     assert {r["kind"] for r in records} >= {"run", "call"}
@@ -64,7 +65,7 @@ def test_the_same_seed_sends_the_same_prompts_and_gets_the_same_results(store):
     first, _ = run(store, sample("rcp-sim.json"))
     second, _ = run(store, sample("rcp-sim.json"))
     prompts = lambda rid: [(r["step_key"], json.dumps(r["request_json"])) for r in
-                           store.rows("llm_calls", "run_id = ?", (rid,), order_by="step_key")]
+                           _sql.rows(store, "llm_calls", "run_id = ?", (rid,), order_by="step_key")]
     assert prompts(first) == prompts(second)
     assert content(store, first) == content(store, second)
     other, _ = run(store, {**sample("rcp-sim.json"), "seed": 8})
@@ -85,8 +86,8 @@ def test_cancel_then_resume_equals_a_straight_run(store, name):
     runner = Runner(store, on_progress=progress, cancel=cancel)
     run_id = runner.create(parse_run_config({**sample(name), "dispatch": "sequential"}))
     first = runner.execute(run_id)
-    assert first["status"] == "interrupted" and "cancelled" in store.get("runs", run_id)["error"]
-    partial = store.count("llm_calls", "run_id = ?", (run_id,))
+    assert first["status"] == "interrupted" and "cancelled" in _sql.get(store, "runs", run_id)["error"]
+    partial = _sql.count(store, "llm_calls", "run_id = ?", (run_id,))
     again = Runner(store).execute(run_id)
     assert again["status"] == "completed" and again["resumed_calls"] == partial
     a, b = content(store, run_id), content(store, straight)
@@ -100,7 +101,7 @@ def test_the_conductor_waits_for_a_person(store):
     data = {**sample("cons-sim.json"), "min_voters": 6}  # five voters: insufficient evidence, escalated
     run_id, summary = run(store, data)
     assert summary["status"] == "interrupted"
-    assert "waiting for a human decision" in store.get("runs", run_id)["error"]
+    assert "waiting for a human decision" in _sql.get(store, "runs", run_id)["error"]
 
     class Person:
         def ask(self, call, cancel):
@@ -109,7 +110,7 @@ def test_the_conductor_waits_for_a_person(store):
 
     done = Runner(store, manual=Person()).execute(run_id)
     assert done["status"] == "completed"
-    decisions = store.rows("cons_escalations", "status = 'resolved'")
+    decisions = _sql.rows(store, "cons_escalations", "status = 'resolved'")
     assert decisions and all(d["decision"] == "Split per module, revisit in a month." for d in decisions)
 
 
@@ -134,9 +135,9 @@ def test_replay_answers_from_the_stored_replies_and_calls_nothing(store, monkeyp
 
     monkeypatch.setattr(sim.SimPanel, "reply", refuse)
     replayed = Runner(store).replay(original)
-    row = store.get("runs", replayed)
+    row = _sql.get(store, "runs", replayed)
     assert row["status"] == "completed" and row["provenance_json"] == {"replay_of": original}
-    calls = store.rows("llm_calls", "run_id = ?", (replayed,))
+    calls = _sql.rows(store, "llm_calls", "run_id = ?", (replayed,))
     assert calls and all(c["cached"] == 1 and c["attempts"] == 0 for c in calls)
     assert content(store, replayed) == content(store, original)
 
@@ -149,4 +150,4 @@ def test_findings_can_come_from_another_runs_artifacts(store):
     run_id, result = run(store, data)
     assert result["status"] == "completed"
     assert sorted(f["id"] for f in result["findings"]) == sorted(f"{rcp_id}:{k}" for k in consensus)
-    assert store.count("finding_votes", "run_id = ?", (run_id,)) == 3 * len(consensus)
+    assert _sql.count(store, "finding_votes", "run_id = ?", (run_id,)) == 3 * len(consensus)

@@ -134,6 +134,23 @@ def test_limiter_never_grants_more_than_limit_in_any_window_on_a_fake_clock():
     assert limiter.sent[-1] - limiter.sent[0] > 6 * 60  # it really waited for windows to slide
 
 
+def test_limiter_holds_when_threads_contend_on_a_fake_clock():
+    # 8 threads x 10 acquisitions against 5 per 60 s; every thread's waits move the one clock.
+    clock = FakeClock()
+    limiter = RateLimiter(5, 60.0, clock=clock.now, sleep=clock.sleep)
+    granted: list[bool] = []
+    threads = [threading.Thread(target=lambda: granted.extend(limiter.acquire() for _ in range(10)))
+               for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert not any(t.is_alive() for t in threads)
+    assert granted == [True] * 80 and len(limiter.sent) == 80
+    assert limiter.sent == sorted(limiter.sent)  # stamps are taken under the lock, in clock order
+    assert max_in_window(limiter.sent, 60.0) == 5
+
+
 def test_limiter_burst_then_waits_exactly_for_the_oldest_stamp_to_expire():
     clock = FakeClock(start=0.0)
     limiter = RateLimiter(3, 60.0, clock=clock.now, sleep=clock.sleep)

@@ -22,6 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from workbench.core.project.findings import FindingsStore
 from workbench.core.project.store import Store
 from workbench.services.mcp.http import READY_PREFIX
+from workbench.core.project import _sql
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 30
@@ -96,7 +97,7 @@ def bearer(server: HttpServer, token: str | None = None) -> dict:
 def vote_count(project: Path) -> int:
     store = Store.open(project)
     try:
-        return store.count("finding_votes")
+        return _sql.count(store, "finding_votes")
     finally:
         store.close_connection()
 
@@ -196,7 +197,7 @@ def test_an_mcp_client_with_the_token_votes_and_reads(server, project):
     assert results.structured_content["consensus_score"] == pytest.approx(0.8)
     store = Store.open(project)
     try:
-        rows = store.rows("finding_votes", "finding_id = 'price'", order_by="id")
+        rows = _sql.rows(store, "finding_votes", "finding_id = 'price'", order_by="id")
         assert [(r["agent"], r["client"]) for r in rows] == [("scout", "http-agent"), ("auditor", "http-agent")]
         assert json.loads(rows[0]["raw"])["transport"] == "http"
     finally:
@@ -228,7 +229,7 @@ def test_concurrent_http_clients_lose_no_vote(server, project):
     assert anyio.run(main) == []
     store = Store.open(project)
     try:
-        reasons = [r["reason"] for r in store.rows("finding_votes", "client LIKE 'parallel-%'")]
+        reasons = [r["reason"] for r in _sql.rows(store, "finding_votes", "client LIKE 'parallel-%'")]
     finally:
         store.close_connection()
     assert sorted(reasons) == sorted(f"{n}:{i}" for n in range(6) for i in range(15))

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 
 import pytest
+from workbench.core.project import _sql
+from workbench.core.project import watch
 
 CLIENTS, VOTES_EACH, HOSTS, FINDINGS = 20, 500, 2, 10
 TIMEOUT_S = 240
@@ -84,7 +86,7 @@ def run_gui(project: str, stop_file: str, ready_file: str) -> dict:
     votes = created = reads = 0
     errors: list[str] = []
     max_write = 0.0
-    seen = store.data_version()
+    seen = watch.data_version(store)
     last_read = 0.0
     Path(ready_file).write_text("ready")
     k = 0
@@ -107,7 +109,7 @@ def run_gui(project: str, stop_file: str, ready_file: str) -> dict:
         if now - last_read >= 0.4:  # the model's poll, then a panel's refresh
             last_read = now
             try:
-                version = store.data_version()
+                version = watch.data_version(store)
                 if version != seen:
                     seen = version
                     findings.list_findings()
@@ -195,7 +197,7 @@ def test_twenty_clients_and_the_gui_write_one_file_and_nothing_is_lost(tmp_path)
     store = Store.open(project)
     try:
         for summary in FindingsStore(store).list_findings():
-            history = store.rows("finding_votes", "finding_id = ? AND status = 'valid'", (summary.id,), order_by="id")
+            history = _sql.rows(store, "finding_votes", "finding_id = ? AND status = 'valid'", (summary.id,), order_by="id")
             replayed = consensus([Vote(agent=r["agent"], vote_type=r["vote_type"], confidence=r["confidence"])
                                   for r in history], summary.threshold)
             assert (summary.consensus_score, summary.status, summary.k) == (

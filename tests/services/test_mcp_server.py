@@ -15,6 +15,7 @@ from workbench.core.project.findings import FindingsStore
 from workbench.core.project.schema import SCHEMA_VERSION
 from workbench.core.project.store import Store, utc_now
 from workbench.services.mcp.server import ConsensusServer
+from workbench.core.project import _sql
 
 TOOLS = {"submit_vote", "get_consensus_results", "get_challenged_findings", "create_finding",
          "list_findings", "get_finding_history"}
@@ -103,7 +104,7 @@ def test_create_finding_stores_the_claim_and_who_created_it(server, store):
     assert made["claim"] == "The /api/v2/users endpoint returns 200"
     assert made["status"] == "pending" and made["consensus_score"] is None and made["k"] == 0
     assert made["threshold"] == 0.7 and made["created_by"] == "scout-agent"
-    row = store.get("findings", made["id"])
+    row = _sql.get(store, "findings", made["id"])
     assert row["context_json"] == {"source": "curl", "n": 3} and row["created_by"] == "scout-agent"
 
     own = ok(server, "create_finding", {"claim": "x", "finding_id": "my-id"})
@@ -122,7 +123,7 @@ def test_create_finding_stores_the_claim_and_who_created_it(server, store):
 ])
 def test_create_finding_refuses_bad_arguments_plainly(server, store, args, message):
     assert message in error(server, "create_finding", args)
-    assert store.count("findings") == 0
+    assert _sql.count(store, "findings") == 0
 
 
 def test_create_finding_refuses_a_duplicate_id(server):
@@ -142,7 +143,7 @@ def test_submit_vote_scores_the_seed_example_and_records_client_and_agent(server
         "id": 3, "finding_id": "f1", "agent": "dev", "vote_type": "confirm", "confidence": 0.95,
         "reason": "dev checked", "status": "valid", "invalid_reason": None, "client": "scout-agent",
         "run_id": None, "simulated": False, "created_at": None, "counted": True}
-    rows = store.rows("finding_votes", order_by="id")
+    rows = _sql.rows(store, "finding_votes", order_by="id")
     assert [(r["agent"], r["client"]) for r in rows] == [
         ("scout", "scout-agent"), ("auditor", "scout-agent"), ("dev", "scout-agent")]
     raw = json.loads(rows[0]["raw"])
@@ -162,7 +163,7 @@ def test_each_client_is_recorded_by_its_own_name_in_both_protocol_eras(server, s
                 assert not result.is_error
 
     anyio.run(both)
-    assert {r["agent"]: r["client"] for r in store.rows("finding_votes")} == {
+    assert {r["agent"]: r["client"] for r in _sql.rows(store, "finding_votes")} == {
         "claude-code": "claude-code", "legacy-agent": "legacy-agent"}
 
 
@@ -195,7 +196,7 @@ def test_submit_vote_refuses_invalid_votes_and_stores_nothing(server, store, cha
     text = error(server, "submit_vote", args)
     assert text.startswith("Error executing tool submit_vote: ") and message in text
     assert "validation error" not in text and "pydantic" not in text
-    assert store.count("finding_votes") == 0
+    assert _sql.count(store, "finding_votes") == 0
 
 
 def test_missing_arguments_are_named(server):
@@ -220,7 +221,7 @@ def test_many_votes_at_once_are_all_stored_once_in_group_commits(server, store):
                 tg.start_soon(agent, n)
 
     anyio.run(main)
-    rows = store.rows("finding_votes")
+    rows = _sql.rows(store, "finding_votes")
     assert len(rows) == 80 and len({r["reason"] for r in rows}) == 80
     assert server.threads.batches < 80  # votes that arrived together shared a transaction
     results = ok(server, "get_consensus_results", {"finding_id": "f1"})
@@ -277,7 +278,7 @@ def test_get_finding_history_keeps_every_vote_in_order(server, store):
     ok(server, "submit_vote", {"finding_id": "f1", "agent": "scout", "vote_type": "challenge",
                                "confidence": 0.4}, name="other-client")
     # A model reply the runner could not read is kept as an invalid vote: shown, never counted.
-    with store.write() as tx:
+    with _sql.write(store) as tx:
         tx.insert("finding_votes", {"finding_id": "f1", "agent": "dev", "status": "invalid",
                                     "invalid_reason": "not JSON", "raw": "sure!", "client": "run",
                                     "created_at": utc_now()})

@@ -18,6 +18,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from workbench.core.project.findings import FindingsStore
 from workbench.core.project.store import Store
+from workbench.core.project import _sql
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 60
@@ -60,7 +61,7 @@ def test_an_mcp_client_drives_the_server_over_stdio(tmp_path):
 
     store = Store.open(project)
     try:
-        rows = store.rows("finding_votes", order_by="id")
+        rows = _sql.rows(store, "finding_votes", order_by="id")
         assert [(r["agent"], r["client"]) for r in rows] == [
             ("scout", "stdio-agent"), ("auditor", "stdio-agent"), ("dev", "stdio-agent")]
         assert json.loads(rows[0]["raw"])["transport"] == "stdio"

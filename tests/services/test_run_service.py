@@ -19,6 +19,7 @@ from workbench.services.runs.manual_agents import QtManualAgents
 from workbench.services.project_model import ProjectModel
 from workbench.services.runs.service import RunService
 from workbench.services.workers import live_workers
+from workbench.core.project import _sql
 
 WAIT_MS = 15_000
 DEMO_CALLS = 36  # the demo's RCP config: 6 artifacts, each voted on by the 5 other agents
@@ -30,8 +31,8 @@ def demo_project(tmp_path: Path, **config) -> Path:
     if config:
         store = Store.open(path)
         try:
-            saved = store.get("protocol_configs", 1)
-            store.update("protocol_configs", 1, {"config_json": {**saved["config_json"], **config}})
+            saved = _sql.get(store, "protocol_configs", 1)
+            _sql.update(store, "protocol_configs", 1, {"config_json": {**saved["config_json"], **config}})
         finally:
             store.close_connection()
     return path
@@ -56,7 +57,7 @@ def read(path: Path, sql: str, params: tuple = ()) -> list[dict]:
     """Read the project file through a connection of its own, as another process would."""
     store = Store.open(path)
     try:
-        return store.query(sql, params)
+        return _sql.query(store, sql, params)
     finally:
         store.close_connection()
 
@@ -194,12 +195,12 @@ def test_runs_left_running_by_a_dead_process_become_resumable_on_open(qtbot, tmp
     path = demo_project(tmp_path)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     store = Store.open(path)
-    store.insert("runs", {"id": "rcp-stale", "protocol": "rcp", "status": "running", "started_at": "2025-01-01T00:00:00Z",
+    _sql.insert(store, "runs", {"id": "rcp-stale", "protocol": "rcp", "status": "running", "started_at": "2025-01-01T00:00:00Z",
                           "owner_json": {"host": socket.gethostname(), "pid": int(dead.stdout)}})
     store.close_connection()
     model = opened(path)
-    qtbot.waitUntil(lambda: model.store.get("runs", "rcp-stale")["status"] == "interrupted", timeout=WAIT_MS)
-    assert "stopped" in model.store.get("runs", "rcp-stale")["error"]
+    qtbot.waitUntil(lambda: _sql.get(model.store, "runs", "rcp-stale")["status"] == "interrupted", timeout=WAIT_MS)
+    assert "stopped" in _sql.get(model.store, "runs", "rcp-stale")["error"]
 
 
 def test_a_bad_configuration_fails_with_a_message(qtbot, tmp_path, opened, service):

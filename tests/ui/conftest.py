@@ -32,11 +32,13 @@ def window(qtbot):
 
 @pytest.fixture
 def open_project(qtbot, window):
-    """Open ``path`` in the window and wait until the model has adopted it."""
+    """Open ``path`` in the window and wait until the model has adopted it and every panel has
+    read it (panels read off the GUI thread)."""
 
     def _open(path):
         with qtbot.waitSignal(window.model.opened, timeout=WAIT_MS):
             window.open_path(path)
+        qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
         return window.model.store
 
     return _open

@@ -79,18 +79,20 @@ def test_findings_show_status_with_colour_and_shape(qtbot, window, tmp_path, ope
 def test_the_queues_narrow_the_table(qtbot, window, tmp_path, open_project):
     open_project(make_project(tmp_path / "p.rwb"))
     panel = window.panels["findingsPanel"]
+    # Each queue is a query the database answers off the GUI thread.
     panel.queue_buttons["challenged"].click()
-    assert panel.visible_finding_ids() == ["f1"]
+    qtbot.waitUntil(lambda: panel.visible_finding_ids() == ["f1"], timeout=WAIT_MS)
     panel.queue_buttons["pending"].click()
-    assert panel.visible_finding_ids() == ["f3"]
+    qtbot.waitUntil(lambda: panel.visible_finding_ids() == ["f3"], timeout=WAIT_MS)
     panel.queue_buttons["all"].click()
-    assert sorted(panel.visible_finding_ids()) == ["f1", "f2", "f3"]
+    qtbot.waitUntil(lambda: sorted(panel.visible_finding_ids()) == ["f1", "f2", "f3"], timeout=WAIT_MS)
 
 
 def test_selecting_a_finding_shows_who_voted_through_which_client(qtbot, window, tmp_path, open_project):
     open_project(make_project(tmp_path / "p.rwb"))
     panel = window.panels["findingsPanel"]
     assert panel.select_finding("f1")
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)  # the votes are read off the GUI thread
     assert history_agents(panel) == [("scout", "gui"), ("auditor", "gui"), ("dev", "gui")]
     model = panel.history.model
     assert [model.row(i)["vote_label"] for i in range(3)] == ["▲ confirm", "▼ challenge", "▲ confirm"]
@@ -149,7 +151,7 @@ def test_the_server_box_starts_a_server_agents_can_vote_through_then_stops_it(qt
         anyio.run(agent)
         qtbot.waitUntil(lambda: panel_rows(panel)["f3"]["status_label"] == "● confirmed", timeout=WAIT_MS)
         panel.select_finding("f3")
-        assert history_agents(panel) == [("dev", "panel-agent")]
+        qtbot.waitUntil(lambda: history_agents(panel) == [("dev", "panel-agent")], timeout=WAIT_MS)
     finally:
         with qtbot.waitSignal(panel.server.stopped, timeout=SERVER_WAIT_MS):
             panel.stop_button.click()

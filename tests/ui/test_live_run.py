@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
@@ -16,8 +15,7 @@ from tests.ui.conftest import WAIT_MS
 from workbench.core.project.store import Store, utc_now
 from workbench.services.workers import live_workers
 from workbench.ui.panels.live_run_panel import GREY, SIM_NOTE
-
-SHOTS = Path("/tmp")
+from workbench.core.project import _sql
 
 
 def panel_of(window):
@@ -40,8 +38,8 @@ def test_a_simulated_run_from_the_panel_completes_with_its_calls_and_the_sim_bad
     # One critic always answers its votes in an unreadable way: its calls are grey, never hidden.
     path = demo_project(tmp_path)
     store = Store.open(path)
-    params = store.get("agents", "c3")["params_json"]
-    store.update("agents", "c3", {"params_json": {**params, "malformed_rate": 1.0}})
+    params = _sql.get(store, "agents", "c3")["params_json"]
+    _sql.update(store, "agents", "c3", {"params_json": {**params, "malformed_rate": 1.0}})
     store.close_connection()
     open_project(path)
     panel = panel_of(window)
@@ -56,6 +54,7 @@ def test_a_simulated_run_from_the_panel_completes_with_its_calls_and_the_sim_bad
         assert not panel.start_button.isEnabled() and panel.cancel_button.isEnabled()
     summary = finished.args[0]
     assert summary["status"] == "completed" and summary["calls"] == DEMO_CALLS
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)  # the panels read the run off the GUI thread
 
     assert bar_seen and all(bar_seen)  # the status bar showed the run while it went
     assert not window.progress.isVisible() and not window.cancel_button.isVisible()
@@ -91,7 +90,7 @@ def test_a_simulated_run_from_the_panel_completes_with_its_calls_and_the_sim_bad
     window.panels["clustersPanel"].select_agent("c3")
     panel.calls_table.view.sortByColumn(2, Qt.SortOrder.DescendingOrder)  # by agent: c3's grey rows first
     panel.calls_table.view.scrollToTop()
-    window.grab().save(str(SHOTS / "rwb_live_run_finished.png"))
+    assert window.grab().save(str(tmp_path / "rwb_live_run_finished.png"))
 
 
 def test_cancel_mid_run_then_resume_finishes_without_duplicate_calls(
@@ -122,6 +121,7 @@ def test_cancel_mid_run_then_resume_finishes_without_duplicate_calls(
         qtbot.mouseClick(panel.resume_button, Qt.MouseButton.LeftButton)
     assert resumed.args[0]["status"] == "completed"
     assert resumed.args[0]["resumed_calls"] == stopped.args[0]["calls"]
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
     keys = [r["step_key"] for r in read(path, "SELECT step_key FROM llm_calls WHERE run_id = ?", (run_id,))]
     assert len(keys) == len(set(keys)) == DEMO_CALLS  # a straight run's number of calls
     [run] = table_rows(panel.runs_table)
@@ -134,7 +134,7 @@ def test_a_person_plays_the_conductor_of_a_contested_cons_run(qtbot, window, tmp
     path = tmp_path / "cons.rwb"
     store = Store.create(path, "CONS with a conductor")
     cfg = cons_config().model_dump(mode="json", by_alias=True, exclude={"protocol", "label"})
-    store.insert("protocol_configs", {"name": "Caching strategy (contested)", "protocol": "cons",
+    _sql.insert(store, "protocol_configs", {"name": "Caching strategy (contested)", "protocol": "cons",
                                       "config_json": cfg, "created_at": utc_now(), "updated_at": utc_now()})
     store.close_connection()
     open_project(path)
@@ -157,7 +157,7 @@ def test_a_person_plays_the_conductor_of_a_contested_cons_run(qtbot, window, tmp
     assert box.messages.height() >= 70 and box.send_button.height() > 0  # readable, not squeezed away
     window.docks["liveRunPanel"].raise_()
     qtbot.keyClicks(box.reply, "Adopt write-through; revisit cache-aside in Q3.")
-    window.grab().save(str(SHOTS / "rwb_live_run_waiting.png"))
+    assert window.grab().save(str(tmp_path / "rwb_live_run_waiting.png"))
 
     time.sleep(0.2)
     assert window.runs.running  # the run waits for the person, however long
@@ -165,6 +165,7 @@ def test_a_person_plays_the_conductor_of_a_contested_cons_run(qtbot, window, tmp
         qtbot.mouseClick(box.send_button, Qt.MouseButton.LeftButton)
     summary = finished.args[0]
     assert summary["status"] == "completed" and not box.isVisible()
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
     assert summary["cons"]["humanDecision"] == "Adopt write-through; revisit cache-aside in Q3."
     rows = read(path, "SELECT e.decision, e.decided_by FROM cons_escalations e JOIN cons_questions q "
                       "ON q.id = e.question_id WHERE q.run_id = ?", (summary["run_id"],))
@@ -178,7 +179,7 @@ def test_cancelling_while_the_conductor_is_asked_takes_the_prompt_down(qtbot, wi
     path = tmp_path / "cons.rwb"
     store = Store.create(path)
     cfg = cons_config().model_dump(mode="json", by_alias=True, exclude={"protocol", "label"})
-    store.insert("protocol_configs", {"name": "contested", "protocol": "cons", "config_json": cfg,
+    _sql.insert(store, "protocol_configs", {"name": "contested", "protocol": "cons", "config_json": cfg,
                                       "created_at": utc_now(), "updated_at": utc_now()})
     store.close_connection()
     open_project(path)
@@ -233,6 +234,7 @@ def test_the_runs_and_calls_tables_sort_filter_and_copy(qtbot, window, tmp_path,
         with qtbot.waitSignal(window.runs.finished, timeout=WAIT_MS):
             panel.start_button.click()
     qtbot.waitUntil(lambda: len(table_rows(panel.runs_table)) == 2, timeout=WAIT_MS)
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)  # the shown run's calls too
     runs = panel.runs_table
     assert runs.as_text().splitlines()[0] == "Run\tSIM\tStatus\tProtocol\tLabel\tStarted\tCalls\tFailed\tInvalid"
     calls = panel.calls_table

@@ -13,6 +13,7 @@ from workbench.services.project_model import ProjectModel
 from workbench.ui import prompts
 from workbench.ui.main_window import MainWindow
 from workbench.ui.settings import AppSettings
+from workbench.core.project import _sql
 
 PANEL_TITLES = ["Clusters & Agents", "Live Run", "Trace Inspector", "Quadrant", "Drift & Convergence",
                 "Anchors & Restoration", "Findings & Reports"]
@@ -20,7 +21,7 @@ PANEL_TITLES = ["Clusters & Agents", "Live Run", "Trace Inspector", "Quadrant", 
 
 def add_cluster(store: Store, name: str):
     def write(s: Store):
-        with s.write() as tx:
+        with _sql.write(s) as tx:
             cid = tx.insert("clusters", {"name": name})
             tx.insert("agents", {"id": f"{name}-1", "cluster_id": cid, "provider": None})
         return tx.changes
@@ -54,7 +55,7 @@ def test_new_project_save_as_and_reopen(qtbot, window, tmp_path, monkeypatch):
 
     with qtbot.waitSignal(window.model.changed, timeout=WAIT_MS):
         window.model.write("add cluster", add_cluster(window.model.store, "advocate"))
-    assert cluster_names(window) == ["advocate"]
+    qtbot.waitUntil(lambda: cluster_names(window) == ["advocate"], timeout=WAIT_MS)  # read off the GUI thread
 
     monkeypatch.setattr(prompts, "save_as_path", lambda *a: second)
     with qtbot.waitSignal(window.model.opened, timeout=WAIT_MS):
@@ -70,7 +71,7 @@ def test_new_project_save_as_and_reopen(qtbot, window, tmp_path, monkeypatch):
     monkeypatch.setattr(prompts, "open_project_path", lambda *a: second)
     with qtbot.waitSignal(window.model.opened, timeout=WAIT_MS):
         window.action_open.trigger()
-    assert cluster_names(window) == ["advocate"]
+    qtbot.waitUntil(lambda: cluster_names(window) == ["advocate"], timeout=WAIT_MS)
     assert window.settings.recent_files()[:2] == [second, first]
 
 
@@ -130,7 +131,7 @@ def test_writes_from_another_process_appear_without_reopening(qtbot, window, tmp
     Store.create(path).close_connection()
     open_project(path)
     outside = Store.open(path)  # another connection, as the MCP server or the CLI would have
-    outside.insert("clusters", {"name": "from-outside"})
+    _sql.insert(outside, "clusters", {"name": "from-outside"})
     outside.close_connection()
     qtbot.waitUntil(lambda: cluster_names(window) == ["from-outside"], timeout=WAIT_MS)
 
@@ -139,15 +140,17 @@ def test_panels_refresh_only_for_changes_that_concern_them(qtbot, window, tmp_pa
     path = tmp_path / "p.rwb"
     Store.create(path).close_connection()
     open_project(path)
-    window.model._poll.stop()  # isolate the local change from the outside-change poll
     clusters, anchors = window.panels["clustersPanel"], window.panels["anchorsPanel"]
     before = clusters.refresh_count, anchors.refresh_count
 
     def add_marker(s: Store):
-        return s.insert("echo_markers", {"hex": "abcdef", "marker": "salt — abcdef", "issued_at": "t"})[1]
+        return _sql.insert(s, "echo_markers", {"hex": "abcdef", "marker": "salt — abcdef", "issued_at": "t"})[1]
 
     with qtbot.waitSignal(window.model.changed, timeout=WAIT_MS):
         window.model.write("marker", add_marker)
+    qtbot.waitUntil(lambda: anchors.refresh_count == before[1] + 1, timeout=WAIT_MS)
+    # The watcher sees the same commit a poll later: it is not announced a second time.
+    qtbot.wait(3 * window.model.POLL_MS)
     assert anchors.refresh_count == before[1] + 1
     assert clusters.refresh_count == before[0]
 
@@ -176,6 +179,7 @@ def test_clusters_table_sorts_filters_and_copies(qtbot, window, tmp_path, open_p
         with qtbot.waitSignal(window.model.changed, timeout=WAIT_MS):
             window.model.write("add", add_cluster(store, name))
     table = window.panels["clustersPanel"].clusters
+    qtbot.waitUntil(lambda: table.visible_rows() == 3, timeout=WAIT_MS)
     table.view.sortByColumn(0, table.view.horizontalHeader().sortIndicatorOrder().AscendingOrder)
     assert [table.proxy.index(r, 0).data() for r in range(3)] == ["advocate", "critic", "safety"]
     table.filter.setText("saf")
@@ -198,6 +202,6 @@ def test_import_arm_traces_from_the_file_menu(qtbot, window, tmp_path, open_proj
     [notice] = window.notices.messages
     assert notice.level == "warning"
     assert "Imported 2 ARM run(s)" in notice.text and "1 file(s) refused" in notice.text
-    assert window.model.store.count("runs", "protocol = 'arm'") == 2
-    counts = window.panels["driftPanel"].summary.text()
-    assert "<b>2</b></td><td>&nbsp;imported ARM traces" in counts
+    assert _sql.count(window.model.store, "runs", "protocol = 'arm'") == 2
+    qtbot.waitUntil(lambda: "<b>2</b></td><td>&nbsp;imported ARM traces" in window.panels["driftPanel"].summary.text(),
+                    timeout=WAIT_MS)

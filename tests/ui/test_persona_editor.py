@@ -12,12 +12,13 @@ from workbench.core.project.demo import build_demo
 from workbench.core.sim.persona import SimPersona
 from workbench.core.project.store import Store
 from workbench.ui.widgets.persona_editor import PersonaEditor, _UnitField, persona_fields
+from workbench.core.project import _sql
 
 
 def stored_params(path: Path, agent: str) -> dict:
     store = Store.open(path)
     try:
-        return store.get("agents", agent)["params_json"]
+        return _sql.get(store, "agents", agent)["params_json"]
     finally:
         store.close_connection()
 
@@ -94,7 +95,7 @@ def test_an_out_of_range_value_is_named_inline_and_nothing_is_written(qtbot, win
     editor.apply_button.click()
     assert editor.message.text().startswith("✖ Context budget:") and "whole number" in editor.message.text()
     assert writes == [] and stored_params(path, "a1") == before
-    window.grab().save("/tmp/rwb_persona_invalid.png")
+    assert window.grab().save(str(tmp_path / "rwb_persona_invalid.png"))
 
 
 def test_unsaved_edits_survive_a_refresh_and_revert_restores_the_stored_values(
@@ -104,7 +105,7 @@ def test_unsaved_edits_survive_a_refresh_and_revert_restores_the_stored_values(
     editor = editor_for(window, "c1")
     type_into(qtbot, editor.inputs["stance"], "0.1")
     outside = Store.open(path)  # another agent edited elsewhere: every panel refreshes
-    outside.update("agents", "a2", {"persona": "changed elsewhere"})
+    _sql.update(outside, "agents", "a2", {"persona": "changed elsewhere"})
     outside.close_connection()
     panel = window.panels["clustersPanel"]
     qtbot.waitUntil(lambda: any(r["persona"] == "changed elsewhere" for r in panel._agent_rows), timeout=WAIT_MS)
@@ -116,8 +117,8 @@ def test_unsaved_edits_survive_a_refresh_and_revert_restores_the_stored_values(
 def test_a_non_simulated_agent_says_so_and_unknown_parameters_are_flagged(qtbot, window, tmp_path, open_project):
     path = build_demo(tmp_path / "demo.rwb")
     store = Store.open(path)
-    store.insert("providers", {"name": "openai", "model": "openai/gpt-4o-mini", "key_env": "OPENAI_API_KEY"})
-    store.update("agents", "c3", {"provider": "openai", "params_json": {"stance": 0.2, "temprature": 0.3}})
+    _sql.insert(store, "providers", {"name": "openai", "model": "openai/gpt-4o-mini", "key_env": "OPENAI_API_KEY"})
+    _sql.update(store, "agents", "c3", {"provider": "openai", "params_json": {"stance": 0.2, "temprature": 0.3}})
     store.close_connection()
     open_project(path)
     editor = editor_for(window, "c3")

@@ -23,7 +23,7 @@ def _add_metrics(p: argparse.ArgumentParser) -> None:
 
 def _run_metrics(args: argparse.Namespace) -> int:
     from workbench.core.errors import InputError
-    from workbench.core.protocols.arm.api import metrics_report
+    from workbench.core.protocols.arm import metrics_report
 
     payload = read_json(args.file)
     try:

@@ -90,11 +90,13 @@ def _execute(store, runner_call, quiet: bool) -> int:
 def run_run(args: argparse.Namespace) -> int:
     from workbench.core.runs.batch import is_batch
     from workbench.core.runs.config import parse_run_config, read_config_file
+    from workbench.services.runs.preflight import preflight
 
     data = read_config_file(args.config)
     if is_batch(data):
         return _run_batch(data, args)
     cfg = parse_run_config(data)
+    preflight(cfg)  # refused (exit 2) before the project is touched: no run, no call
     store = _open_or_create(args.project)
     try:
         from workbench.services.runs.runner import Runner
@@ -110,15 +112,18 @@ def _run_batch(data: dict, args: argparse.Namespace) -> int:
     """Every run of the batch in turn; prints the batch id, each run id, then the batch summary."""
     import os
 
-    from workbench.core.runs.batch import expand_batch
+    from workbench.core.project import runs as run_rows
     from workbench.core.project.store import utc_now
+    from workbench.core.runs.batch import expand_batch
+    from workbench.services.runs.preflight import preflight
     from workbench.services.runs.runner import Runner
 
-    spec, runs = expand_batch(data)
+    spec, runs = expand_batch(data)  # every run's configuration, validated
+    preflight(*(run.config for run in runs))  # and every provider they call, before the first starts
     store = _open_or_create(args.project)
     try:
         batch_id = f"batch-{utc_now()[:19].replace(':', '').replace('-', '')}-{os.urandom(2).hex()}"
-        store.insert("batches", {"id": batch_id, "name": spec.name, "config_json": data, "created_at": utc_now()})
+        run_rows.create_batch(store, batch_id, spec.name, data)
         print(batch_id, flush=True)
         creator = Runner(store)
         ids = [creator.create(r.config, label=r.label, batch_id=batch_id, replicate=r.replicate) for r in runs]
@@ -126,8 +131,9 @@ def _run_batch(data: dict, args: argparse.Namespace) -> int:
         for run_id in ids:
             print(run_id, flush=True)
             code = _execute(store, lambda runner, rid=run_id: runner.execute(rid), args.quiet)
-            summaries.append(store.get("runs", run_id)["summary_json"])
-            if code != 0 and store.get("runs", run_id)["status"] == "interrupted":
+            run = run_rows.get_run(store, run_id)
+            summaries.append(run.summary)
+            if code != 0 and run.status == "interrupted":
                 break  # cancelled or rate-limited: the rest of the batch waits for a resume
     finally:
         store.close_connection()
@@ -138,12 +144,18 @@ def _run_batch(data: dict, args: argparse.Namespace) -> int:
 
 
 def run_resume(args: argparse.Namespace) -> int:
+    from workbench.core.project import runs as run_rows
     from workbench.core.project.store import Store
+    from workbench.core.runs.config import parse_run_config
+    from workbench.services.runs.preflight import preflight
     from workbench.services.runs.runner import mark_stale_runs
 
     store = Store.open(args.project)
     try:
         mark_stale_runs(store)
+        run = run_rows.get_run(store, args.run_id)
+        if run is not None and run.status != "completed":  # the stored configuration, checked again
+            preflight(parse_run_config(run.config, stored=True))  # here, so exit 2 before any output
         print(args.run_id, flush=True)
         return _execute(store, lambda runner: runner.execute(args.run_id), args.quiet)
     finally:
@@ -151,6 +163,7 @@ def run_resume(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
+    from workbench.core.project import runs as run_rows
     from workbench.core.project.store import Store
 
     store = Store.open(args.project)
@@ -158,7 +171,7 @@ def run_replay(args: argparse.Namespace) -> int:
         def replay(runner):
             new_id = runner.replay(args.run_id)
             print(new_id, flush=True)
-            return store.get("runs", new_id)["summary_json"]
+            return run_rows.get_run(store, new_id).summary
 
         return _execute(store, replay, args.quiet)
     finally:
@@ -167,6 +180,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
 def run_runs(args: argparse.Namespace) -> int:
     from workbench.commands.io import print_json
+    from workbench.core.project import runs as run_rows
     from workbench.core.project.store import Store
     from workbench.services.runs.runner import mark_stale_runs
 
@@ -174,10 +188,9 @@ def run_runs(args: argparse.Namespace) -> int:
     try:
         if not store.read_only:
             mark_stale_runs(store)
-        rows = store.rows("runs", order_by="started_at, id")
-        print_json([{"run_id": r["id"], "protocol": r["protocol"], "status": r["status"], "label": r["label"],
-                     "simulated": bool(r["simulated"]), "source": r["source"], "started_at": r["started_at"],
-                     "finished_at": r["finished_at"], "error": r["error"]} for r in rows])
+        print_json([{"run_id": r.id, "protocol": r.protocol, "status": r.status, "label": r.label,
+                     "simulated": r.simulated, "source": r.source, "started_at": r.started_at,
+                     "finished_at": r.finished_at, "error": r.error} for r in run_rows.list_runs(store)])
     finally:
         store.close_connection()
     return 0

@@ -104,9 +104,6 @@ class WorkerPool(QObject):
         if signals is not None:
             signals.deleteLater()
 
-    def active_count(self) -> int:
-        return len(self._signals)
-
     def cancel_all(self) -> None:
         for worker in list(self._signals):
             worker.cancel_event.set()

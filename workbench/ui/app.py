@@ -12,6 +12,8 @@ from workbench.services.project_model import ProjectModel
 from workbench.ui.main_window import APP_NAME, MainWindow
 from workbench.ui.settings import AppSettings
 
+GIL_SWITCH_S = 0.001
+
 
 def create_application() -> QApplication:
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -19,6 +21,10 @@ def create_application() -> QApplication:
     app.setApplicationName(APP_NAME)
     # INI files are plain text a user can read, and tests can redirect them to a temp folder.
     QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    # Panels read on worker threads. Every call from Qt into Python (a cell painted, a slot)
+    # must take the GIL; with Python's default 5 ms switch interval a busy worker makes the
+    # window wait up to 5 ms each time. 1 ms keeps the window responsive (bench/gui_refresh.py).
+    sys.setswitchinterval(GIL_SWITCH_S)
     return app  # type: ignore[return-value]
 
 
@@ -41,17 +47,24 @@ def run_app(file: str | None = None, *, demo: bool = False, exit_when_shown: boo
 
 
 def _exit_when_shown(window: MainWindow, model: ProjectModel, *, opening: bool) -> None:
-    """For bench/startup.py: say when the window is up and when the project is open, then quit."""
+    """For bench/startup.py: say when the window is up and when the project is open, then quit.
+    A project can open before the window's first paint; it is then reported right after it."""
     window.persist_layout = False
+    seen: list[str] = []
 
-    def shown() -> None:
-        print("shown", flush=True)
-        if not opening or model.store is not None:
+    def say(event: str) -> None:
+        seen.append(event)
+        print(event, flush=True)
+        if event == "shown" and "opened-early" in seen:
+            say("opened")
+        elif event != "shown" or not opening:
             window.close()
 
     def opened(_store: object) -> None:
-        print("opened", flush=True)
-        window.close()
+        if "shown" in seen:
+            say("opened")
+        else:
+            seen.append("opened-early")
 
     def failed(message: str, _details: str) -> None:
         print(f"failed: {message}", flush=True)
@@ -59,4 +72,4 @@ def _exit_when_shown(window: MainWindow, model: ProjectModel, *, opening: bool) 
 
     model.opened.connect(opened)
     model.failed.connect(failed)
-    QTimer.singleShot(0, shown)
+    QTimer.singleShot(0, lambda: say("shown"))

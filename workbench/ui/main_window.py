@@ -14,6 +14,7 @@ from workbench.core.project.changes import Changes
 from workbench.core.project.store import Store
 from workbench.services.runs.manual_agents import QtManualAgents
 from workbench.services.project_model import ProjectModel
+from workbench.services.reads import Reader
 from workbench.services.runs.service import RunService
 from workbench.ui import prompts
 from workbench.ui.panels import ALL_PANELS
@@ -31,6 +32,7 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self.model = model
         self.settings = settings
+        self._status_reader = Reader(model.reads, self, name="read status")
         self.persist_layout = True
         self._auto_size_until = 0.0  # a smoke launch (bench/startup.py) leaves the user's layout alone
         self.setWindowTitle(APP_NAME)
@@ -286,10 +288,11 @@ class MainWindow(QMainWindow):
         else:
             self.notices.set_banner(None)
         self._update_title()
-        self._update_providers()
+        self._read_status()
         self._update_actions()
 
     def _on_closed(self) -> None:
+        self._status_reader.cancel()
         self.notices.set_banner(None)
         self._update_title()
         self.provider_label.setText("")
@@ -297,8 +300,7 @@ class MainWindow(QMainWindow):
 
     def _on_changed(self, changes) -> None:
         if changes.touches("providers", "project"):
-            self._update_providers()
-            self._update_title()
+            self._read_status()
 
     def _on_failed(self, message: str, details: str) -> None:
         self.notices.add("error", message, details)
@@ -345,8 +347,7 @@ class MainWindow(QMainWindow):
         run_id, status = summary.get("run_id", "?"), summary.get("status")
         counts = (f"{summary.get('calls', 0)} call(s), {summary.get('failed_calls', 0)} failed, "
                   f"{summary.get('invalid_calls', 0)} invalid")
-        store = self.model.store  # closed when the run stopped because the project was closed
-        error = ((store.get("runs", run_id) or {}).get("error") if store is not None else None) or ""
+        error = summary.get("error") or ""
         if status == "completed":
             self.notices.add("info", f"Run {run_id} completed: {counts}.")
         elif status == "interrupted":
@@ -359,22 +360,33 @@ class MainWindow(QMainWindow):
         self.notices.add("error" if details or not self.runs.running else "warning", message, details)
 
     # ----- display ---------------------------------------------------------------------------
-    def _update_title(self) -> None:
+    def _update_title(self, name: str | None = None) -> None:
         store = self.model.store
         if store is None:
             self.setWindowTitle(APP_NAME)
             self.project_label.setText("No project open")
             return
-        name = store.project().get("name") or store.path.stem
         suffix = " [read-only]" if store.read_only else ""
-        self.setWindowTitle(f"{name} — {store.path.name}{suffix} — {APP_NAME}")
+        self.setWindowTitle(f"{name or store.path.stem} — {store.path.name}{suffix} — {APP_NAME}")
         self.project_label.setText(f"{store.path}{suffix}")
 
-    def _update_providers(self) -> None:
+    def _read_status(self) -> None:
+        """The project's name and providers, read off the GUI thread."""
         store = self.model.store
         if store is None:
             return
-        providers = store.rows("providers", order_by="name")
+        reading = store.reader()
+
+        def read(_cancel):
+            from workbench.core.project import meta, panel
+
+            return meta.project_name(reading), panel.providers(reading)
+
+        self._status_reader.load(read, self._show_status, cleanup=reading.close_connection)
+
+    def _show_status(self, status: tuple) -> None:
+        name, providers = status
+        self._update_title(name)
         if not providers:
             self.provider_label.setText("Providers: none configured")
             return
@@ -389,6 +401,15 @@ class MainWindow(QMainWindow):
         self.action_close.setEnabled(has_project and not busy)
         self.action_new.setEnabled(not busy)
         self.action_open.setEnabled(not busy)
+
+    def reads_idle(self) -> bool:
+        """Every panel shows the project as last read, and no read is running or due (tests and
+        benchmarks wait for this instead of sleeping)."""
+        if self.model.store is None:
+            return True
+        panels = [p for p in self.panels.values()]
+        return (all(p.refresh_count > 0 for p in panels)
+                and not any(r.loading for r in self.findChildren(Reader)))
 
     # ----- closing ---------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt API)

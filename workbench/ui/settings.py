@@ -24,9 +24,6 @@ class AppSettings:
         self._s.setValue("recentFiles", [str(p) for p in items[:MAX_RECENT]])
         return self.recent_files()
 
-    def remove_recent(self, path: Path) -> None:
-        self._s.setValue("recentFiles", [str(p) for p in self.recent_files() if p != Path(path)])
-
     def last_dir(self) -> str:
         return str(self._s.value("lastDir", "") or "")
 

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.arm.api import metrics_report, parse_run, parse_trace, trace_to_upstream
+from workbench.core.protocols.arm import metrics_report, parse_run, parse_trace, trace_to_upstream
 from workbench.core.protocols.arm.fields import TRACE_FIELD_MAP
 from workbench.core.project.store import Store, utc_now
+from workbench.core.project import _sql
 
 # Trace field -> (column, kind). kind: "text", "real", "bool" (INTEGER 0/1) or "json".
 FIELD_COLUMNS: dict[str, tuple[str, str]] = {
@@ -123,13 +124,13 @@ def import_arm_json(store: Store, data: object, *, source: str, sha256: str) -> 
         raise InputError(source, "not an ARM trace: expected a JSON object with 'r1' (and usually 'r2')")
     run = parse_run(data)
     run_id = f"arm-{sha256[:12]}"
-    existing = store.get("runs", run_id)
+    existing = _sql.get(store, "runs", run_id)
     if existing is not None:
-        return ImportResult(source, run_id, run.generation, store.count("traces", "run_id = ?", (run_id,)), True)
+        return ImportResult(source, run_id, run.generation, _sql.count(store, "traces", "run_id = ?", (run_id,)), True)
     report = metrics_report(data)
     now = utc_now()
     upstream = {k: v for k, v in data.items() if k not in ("r1", "r2")}
-    with store.write() as tx:
+    with _sql.write(store) as tx:
         tx.insert("runs", {
             "id": run_id, "protocol": "arm", "label": Path(source).stem, "status": "completed", "source": "import",
             "config_json": {"question": run.question, "providers": run.providers},
@@ -157,12 +158,12 @@ def import_arm_json(store: Store, data: object, *, source: str, sha256: str) -> 
 
 def export_arm_run(store: Store, run_id: str) -> dict:
     """ARM's JSON for a stored run: an imported file comes back with every field it had."""
-    run = store.get("runs", run_id)
+    run = _sql.get(store, "runs", run_id)
     if run is None or run["protocol"] != "arm":
         raise InputError("run", f"no ARM run {run_id!r} in this project")
     provenance = run["provenance_json"]
     rounds: dict[str, dict] = {}
-    for row in store.rows("traces", "run_id = ? AND is_current = 1", (run_id,), order_by="round_no, id"):
+    for row in _sql.rows(store, "traces", "run_id = ? AND is_current = 1", (run_id,), order_by="round_no, id"):
         source = row["source_json"]
         trace = source if source is not None else trace_to_upstream(parse_trace(trace_from_columns(row)))
         rounds.setdefault(f"r{row['round_no']}", {})[row["role"]] = trace

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from workbench.core.runs.providers import ClusterConfig, ProviderConfig
 from workbench.core.project.store import Store, utc_now
+from workbench.core.project import _sql
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEMO_SPEC = REPO_ROOT / "sample_runs" / "demo_project.json"
@@ -37,7 +38,7 @@ def build_demo(dest: Path, spec: Path = DEMO_SPEC) -> Path:
     store = Store.create(dest, data["name"], overwrite=True)
     try:
         now = utc_now()
-        with store.write() as tx:
+        with _sql.write(store) as tx:
             tx.update("project", 1, {"description": data.get("description", "")})
             for provider in providers:
                 tx.insert("providers", provider.record())

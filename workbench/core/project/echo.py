@@ -6,7 +6,7 @@ marker is never reused), ``echo_anchors`` (``resonance_anchor_{agent}``), ``echo
 row per agent and run, updated at each checkpoint) and ``echo_restorations`` (one row per
 restoration transition; ``restoration`` groups one episode).
 
-The engine (``workbench.core.protocols.echo.api``) is pure and reports what happened as Notes;
+The engine (``workbench.core.protocols.echo``) is pure and reports what happened as Notes;
 :func:`persist_note` writes each one. :func:`run_echo_session` and :func:`resume_restoration`
 drive the engine sequentially and persist as they go.
 """
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from workbench.core.project.changes import Changes
 from workbench.core.errors import InputError, WorkbenchError
-from workbench.core.protocols.echo.api import drive
+from workbench.core.protocols.echo import drive
 from workbench.core.protocols.echo.checklist import ItemStatus, RestorationFacts, SessionFacts, checklist_status
 from workbench.core.protocols.echo.markers import Marker, generate_marker, load_templates, make_rng, parse_marker
 from workbench.core.protocols.echo.models import ResonanceAnchor, SessionSeed, VerificationEntry
@@ -32,6 +32,7 @@ from workbench.core.protocols.echo.restore import (
 from workbench.core.protocols.echo.session import EchoPlan, EchoSessionSummary, echo_session, outcome_notes
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Note
 from workbench.core.project.store import Store, utc_now
+from workbench.core.project import _sql
 
 Answer = Callable[[AgentCall], AgentReply]
 
@@ -42,11 +43,11 @@ class MarkerReusedError(WorkbenchError):
 
 # ----- markers ----------------------------------------------------------------------------------
 def issued_hexes(store: Store) -> set[str]:
-    return {r["hex"] for r in store.query("SELECT hex FROM echo_markers")}
+    return {r["hex"] for r in _sql.query(store, "SELECT hex FROM echo_markers")}
 
 
 def marker_text(store: Store, hex_: str) -> str | None:
-    row = store.get("echo_markers", hex_)
+    row = _sql.get(store, "echo_markers", hex_)
     return row["marker"] if row else None
 
 
@@ -54,7 +55,7 @@ def record_markers(store: Store, markers: Iterable[Marker], *, at: str | None = 
     """Record issued markers in one transaction; any hex issued before is refused (none written)."""
     at = at or utc_now()
     markers = list(markers)
-    with store.write() as tx:
+    with _sql.write(store) as tx:
         taken = issued_hexes(store)
         for m in markers:
             if m.hex in taken:
@@ -71,7 +72,7 @@ def record_marker(store: Store, marker: Marker | str, *, at: str | None = None) 
 def issue_marker(store: Store, *, rng: random.Random | None = None, templates: Sequence[str] | None = None,
                  at: str | None = None) -> Marker:
     """Draw a marker whose hex was never issued in this project and record it, atomically."""
-    with store.write() as tx:  # BEGIN IMMEDIATE: no other writer can issue in between
+    with _sql.write(store) as tx:  # BEGIN IMMEDIATE: no other writer can issue in between
         marker = generate_marker(issued_hexes(store), rng=rng or make_rng(), templates=templates)
         tx.insert("echo_markers", {"hex": marker.hex, "marker": str(marker), "issued_at": at or utc_now()})
     return marker
@@ -89,12 +90,12 @@ def issue_marker_for(store: Store, run_id: str | None, key: str, *, rng: random.
     """
     if not isinstance(key, str) or not key.strip():
         raise InputError("issue_key", "a marker is issued for a non-empty key, e.g. 'echo/a1/session'")
-    with store.write() as tx:
-        found = store.query("SELECT marker FROM echo_markers WHERE run_id IS ? AND issue_key = ?", (run_id, key))
+    with _sql.write(store) as tx:
+        found = _sql.query(store, "SELECT marker FROM echo_markers WHERE run_id IS ? AND issue_key = ?", (run_id, key))
         if found:
             return parse_marker(found[0]["marker"])
         bank = tuple(templates) if templates is not None else load_templates()
-        run = store.get("runs", run_id) if run_id is not None else None
+        run = _sql.get(store, "runs", run_id) if run_id is not None else None
         fragment = random.Random(f"{run['seed'] if run else None}/echo-fragment/{key}").choice(bank)
         marker = generate_marker(issued_hexes(store), rng=rng or make_rng(), templates=(fragment,))
         tx.insert("echo_markers", {"hex": marker.hex, "marker": str(marker), "issued_at": at or utc_now(),
@@ -115,7 +116,7 @@ def _entry(row: dict) -> VerificationEntry:
 
 
 def _anchor(store: Store, row: dict) -> ResonanceAnchor:
-    checks = store.rows("echo_verifications", "anchor_id = ?", (row["id"],), order_by="id")
+    checks = _sql.rows(store, "echo_verifications", "anchor_id = ?", (row["id"],), order_by="id")
     return ResonanceAnchor(
         id=row["id"], agent=row["agent_id"], marker=row["marker"], session_id=row["session_id"],
         created_at=row["created_at"], last_verified=row["last_verified"], injection=row["injection"],
@@ -136,7 +137,7 @@ def list_anchors(store: Store, agent: str | None = None, *, run_id: str | None =
             params.append(value)
     if active_only:
         where.append("a.active = 1")
-    rows = store.query(_ANCHOR_SQL.format(where=" AND ".join(where)), tuple(params))
+    rows = _sql.query(store, _ANCHOR_SQL.format(where=" AND ".join(where)), tuple(params))
     return [_anchor(store, r) for r in rows]
 
 
@@ -159,13 +160,13 @@ def _ensure_marker(store: Store, tx, marker: str, at: str) -> str:
 
 def save_anchor(store: Store, anchor: ResonanceAnchor) -> ResonanceAnchor:
     """Insert (no id) or update an anchor; verification entries without an id are added."""
-    with store.write() as tx:
+    with _sql.write(store) as tx:
         hex_ = _ensure_marker(store, tx, anchor.marker, anchor.created_at)
         row = {"agent_id": anchor.agent, "marker_hex": hex_, "injection": anchor.injection,
                "session_id": anchor.session_id, "run_id": anchor.run_id, "active": int(anchor.active),
                "created_at": anchor.created_at, "last_verified": anchor.last_verified}
         if anchor.id is None:
-            other = store.query("SELECT id FROM echo_anchors WHERE marker_hex = ?", (hex_,))
+            other = _sql.query(store, "SELECT id FROM echo_anchors WHERE marker_hex = ?", (hex_,))
             if other:
                 raise MarkerReusedError(f"the marker {hex_} already anchors anchor {other[0]['id']}; "
                                         "a marker is never reused")
@@ -189,7 +190,7 @@ def _entry_row(anchor_id: int, entry: VerificationEntry) -> dict:
 def record_verification(store: Store, anchor_id: int, entry: VerificationEntry, *, call_id: int | None = None) -> int:
     """Append one check to an anchor's history; a success also sets ``last_verified``.
     ``call_id`` links the check to the call whose reply it read."""
-    with store.write() as tx:
+    with _sql.write(store) as tx:
         row_id = tx.insert("echo_verifications", {**_entry_row(anchor_id, entry), "call_id": call_id})
         if entry.success:
             tx.update("echo_anchors", anchor_id, {"last_verified": entry.time})
@@ -198,14 +199,14 @@ def record_verification(store: Store, anchor_id: int, entry: VerificationEntry, 
 
 def retire_anchor(store: Store, anchor_id: int) -> Changes:
     """The anchor's marker is lost (replaced or escalated): it stays on record, inactive."""
-    return store.update("echo_anchors", anchor_id, {"active": 0})
+    return _sql.update(store, "echo_anchors", anchor_id, {"active": 0})
 
 
 # ----- session seeds ----------------------------------------------------------------------------
 def _seed_rows(store: Store, agent: str, run_id: str | None, any_run: bool) -> list[dict]:
     where = "s.agent_id = ?" + ("" if any_run else " AND s.run_id IS ?")
     params = (agent,) if any_run else (agent, run_id)
-    return store.query("SELECT s.*, m.marker FROM echo_session_seeds s LEFT JOIN echo_markers m "
+    return _sql.query(store, "SELECT s.*, m.marker FROM echo_session_seeds s LEFT JOIN echo_markers m "
                        f"ON m.hex = s.marker_hex WHERE {where} ORDER BY s.id", params)
 
 
@@ -224,7 +225,7 @@ def load_seed(store: Store, agent: str, *, run_id: str | None = None, any_run: b
 def save_seed(store: Store, seed: SessionSeed, *, at: str | None = None) -> SessionSeed:
     """Write the agent's seed: one row per agent and run, updated in place at each checkpoint."""
     at = at or utc_now()
-    with store.write() as tx:
+    with _sql.write(store) as tx:
         hex_ = _ensure_marker(store, tx, seed.resonance_marker, at) if seed.resonance_marker else None
         row = {"agent_id": seed.agent, "run_id": seed.run_id, "persona": seed.persona,
                "active_tasks_json": list(seed.active_tasks), "settled_decisions_json": list(seed.settled_decisions),
@@ -244,14 +245,14 @@ def save_seed(store: Store, seed: SessionSeed, *, at: str | None = None) -> Sess
 # ----- restoration transitions ------------------------------------------------------------------
 def record_transition(store: Store, restoration_id: str, agent: str, transition: Transition, *,
                       anchor_id: int | None = None, run_id: str | None = None) -> int:
-    pk, _ = store.insert("echo_restorations", {
+    pk, _ = _sql.insert(store, "echo_restorations", {
         "restoration": restoration_id, "anchor_id": anchor_id, "run_id": run_id, "agent_id": agent,
         "step": transition.step, "detail_json": transition.detail, "created_at": transition.at})
     return int(pk)
 
 
 def load_transitions(store: Store, restoration_id: str) -> list[Transition]:
-    rows = store.rows("echo_restorations", "restoration = ?", (restoration_id,), order_by="id")
+    rows = _sql.rows(store, "echo_restorations", "restoration = ?", (restoration_id,), order_by="id")
     return [Transition(r["step"], r["detail_json"], r["created_at"]) for r in rows]
 
 
@@ -264,7 +265,7 @@ def restoration_ids(store: Store, agent: str | None = None, *, run_id: str | Non
     if run_id is not None:
         where.append("run_id = ?")
         params.append(run_id)
-    rows = store.query(f"SELECT restoration, min(id) AS first FROM echo_restorations WHERE {' AND '.join(where)} "
+    rows = _sql.query(store, f"SELECT restoration, min(id) AS first FROM echo_restorations WHERE {' AND '.join(where)} "
                        "GROUP BY restoration ORDER BY first", tuple(params))
     return [r["restoration"] for r in rows]
 
@@ -282,7 +283,7 @@ def _anchor_exists(store: Store, d: dict) -> bool:
     if d.get("run_id") is None:
         return False
     hex_ = parse_marker(d["marker"]).hex
-    return bool(store.query("SELECT id FROM echo_anchors WHERE marker_hex = ? AND agent_id = ? AND run_id = ?",
+    return bool(_sql.query(store, "SELECT id FROM echo_anchors WHERE marker_hex = ? AND agent_id = ? AND run_id = ?",
                             (hex_, d["agent"], d["run_id"])))
 
 
@@ -291,21 +292,21 @@ def _verification_exists(store: Store, anchor_id: int, entry: VerificationEntry,
     a resume counts as the same call), with the same trigger, outcome and action: a replay."""
     if not d.get("run_id") or not d.get("call_key"):
         return False
-    return bool(store.query(
+    return bool(_sql.query(store, 
         "SELECT v.id FROM echo_verifications v JOIN llm_calls c ON c.id = v.call_id WHERE v.anchor_id = ? "
         "AND c.run_id = ? AND c.step_key = ? AND v.trigger IS ? AND v.success = ? AND v.action IS ?",
         (anchor_id, d["run_id"], d["call_key"], entry.trigger, int(entry.success), entry.action)))
 
 
 def _transition_exists(store: Store, d: dict) -> bool:
-    return d.get("run_id") is not None and bool(store.count(
+    return d.get("run_id") is not None and bool(_sql.count(store, 
         "echo_restorations", "restoration = ? AND step = ? AND run_id = ?", (d["restoration"], d["step"], d["run_id"])))
 
 
 def _call_id(store: Store, run_id: str | None, call_key: str | None) -> int | None:
     if not run_id or not call_key:
         return None
-    rows = store.query("SELECT id FROM llm_calls WHERE run_id = ? AND step_key = ? ORDER BY id DESC LIMIT 1",
+    rows = _sql.query(store, "SELECT id FROM llm_calls WHERE run_id = ? AND step_key = ? ORDER BY id DESC LIMIT 1",
                        (run_id, call_key))
     return rows[0]["id"] if rows else None
 
@@ -377,7 +378,7 @@ def run_echo_session(store: Store, plan: EchoPlan, answer: Answer, *, rng: rando
 def resume_restoration(store: Store, restoration_id: str, answer: Answer, *, rng: random.Random | None = None,
                        now: Callable[[], str] = utc_now) -> RestorationOutcome:
     """Continue an interrupted restoration episode from its persisted rows, then record its outcome."""
-    rows = store.rows("echo_restorations", "restoration = ?", (restoration_id,), order_by="id")
+    rows = _sql.rows(store, "echo_restorations", "restoration = ?", (restoration_id,), order_by="id")
     if not rows:
         raise InputError("restoration", f"no restoration {restoration_id!r} in this project")
     done = [Transition(r["step"], r["detail_json"], r["created_at"]) for r in rows]
@@ -416,7 +417,7 @@ def session_facts(store: Store, agent: str, *, run_id: str | None = None,
     anchors = list_anchors(store, agent, run_id=run_id)
     seed = load_seed(store, agent, run_id=run_id, any_run=run_id is None)
     if summary is None and run_id is not None:
-        run = store.get("runs", run_id)
+        run = _sql.get(store, "runs", run_id)
         summary = ((run or {}).get("summary_json") or {}).get("echo", {}).get(agent)
     if isinstance(summary, dict):
         summary = EchoSessionSummary.model_validate(summary)

@@ -14,19 +14,19 @@ from collections.abc import Iterator
 
 from workbench.core.errors import InputError
 from workbench.core.project.store import Store
+from workbench.core.project import _sql
 
-TIER_ORDER = ("positive_consensus", "positive_polar", "negative_polar", "negative_consensus")
 
 
 def run_records(store: Store, run_id: str) -> Iterator[dict]:
-    run = store.get("runs", run_id)
+    run = _sql.get(store, "runs", run_id)
     if run is None:
         raise InputError("run", f"no run {run_id!r} in this project")
     sim = bool(run["simulated"])
     yield {"kind": "run", "id": run_id, "protocol": run["protocol"], "label": run["label"], "status": run["status"],
            "seed": run["seed"], "dispatch": run["dispatch"], "simulated": sim, "source": run["source"],
            "started_at": run["started_at"], "finished_at": run["finished_at"], "error": run["error"]}
-    for r in store.rows("llm_calls", "run_id = ?", (run_id,), order_by="id"):
+    for r in _sql.rows(store, "llm_calls", "run_id = ?", (run_id,), order_by="id"):
         yield {"kind": "call", "id": r["id"], "step_key": r["step_key"], "agent": r["agent_id"], "purpose": r["purpose"],
                "provider": r["provider"], "model": r["model"], "status": r["status"], "attempts": r["attempts"],
                "error": r["error"], "error_kind": r["error_kind"], "prompt_tokens": r["prompt_tokens"],
@@ -34,24 +34,24 @@ def run_records(store: Store, run_id: str) -> Iterator[dict]:
                "latency_ms": r["latency_ms"], "request": r["request_json"], "reply": r["reply_text"],
                "simulated": bool(r["simulated"])}
     authors = {}
-    for a in store.rows("artifacts", "run_id = ?", (run_id,), order_by="id"):
+    for a in _sql.rows(store, "artifacts", "run_id = ?", (run_id,), order_by="id"):
         authors[a["id"]] = (a["key"], a["author_agent"])
         yield {"kind": "artifact", "id": a["key"], "author": a["author_agent"], "cluster": a["author_cluster"],
                "text": a["content"], "simulated": bool(a["simulated"])}
-    for v in store.rows("votes", "run_id = ?", (run_id,), order_by="id"):
+    for v in _sql.rows(store, "votes", "run_id = ?", (run_id,), order_by="id"):
         key, author = authors.get(v["artifact_id"], (None, None))
         yield {"kind": "vote", "artifact": key, "voter": v["voter_agent"], "author": author, "value": v["value"],
                "status": v["status"], "reason": v["reason"], "simulated": bool(v["simulated"])}
-    for f in store.rows("finding_votes", "run_id = ?", (run_id,), order_by="id"):
+    for f in _sql.rows(store, "finding_votes", "run_id = ?", (run_id,), order_by="id"):
         yield {"kind": "finding_vote", "finding": f["finding_id"], "agent": f["agent"], "vote_type": f["vote_type"],
                "confidence": f["confidence"], "reason": f["reason"], "status": f["status"],
                "invalid_reason": f["invalid_reason"], "simulated": bool(f["simulated"])}
-    for b in store.query("SELECT b.* FROM cons_ballots b JOIN cons_questions q ON q.id = b.question_id "
+    for b in _sql.query(store, "SELECT b.* FROM cons_ballots b JOIN cons_questions q ON q.id = b.question_id "
                          "WHERE q.run_id = ? ORDER BY b.id", (run_id,)):
         yield {"kind": "ballot", "agent": b["agent_id"], "round": b["challenge_round"], "option": b["option"],
                "vote": b["vote"], "confidence": b["confidence"], "rationale": b["rationale"],
                "evidence": b["evidence_json"], "status": b["status"], "simulated": bool(b["simulated"])}
-    for t in store.rows("traces", "run_id = ?", (run_id,), order_by="round_no, id"):
+    for t in _sql.rows(store, "traces", "run_id = ?", (run_id,), order_by="round_no, id"):
         yield {"kind": "trace", "round": t["round_no"], "role": t["role"], "attempt": t["attempt"],
                "current": bool(t["is_current"]), "ok": bool(t["ok"]), "claim": t["claim"], "verdict": t["verdict"],
                "confidence": t["confidence"], "reconciliation_status": t["reconciliation_status"],
@@ -76,7 +76,7 @@ def to_csv(store: Store, run_id: str) -> str:
 
 
 def to_markdown(store: Store, run_id: str) -> str:
-    run = store.get("runs", run_id)
+    run = _sql.get(store, "runs", run_id)
     if run is None:
         raise InputError("run", f"no run {run_id!r} in this project")
     cfg, summary = run["config_json"], run["summary_json"] or {}

@@ -47,7 +47,9 @@ from workbench.core.protocols.findings.book import (
     check_threshold,
     consensus,
 )
+from workbench.core.project.finding_scores import refresh_scores
 from workbench.core.project.store import Store, utc_now
+from workbench.core.project import _sql
 
 T = TypeVar("T")
 
@@ -182,8 +184,8 @@ class FindingsStore:
                "created_by": created_by, "created_at": utc_now()}
 
         def write() -> None:
-            with self.store.write() as tx:
-                if self.store.count("findings", "id = ?", (finding_id,)):
+            with _sql.write(self.store) as tx:
+                if _sql.count(self.store, "findings", "id = ?", (finding_id,)):
                     raise InputError("finding_id", f"a finding with id {finding_id!r} already exists")
                 tx.insert("findings", row)
 
@@ -220,18 +222,19 @@ class FindingsStore:
         def write() -> list[int | InputError | None]:
             ids: list[int | InputError | None] = []
             known: dict[str, bool] = {}
-            with self.store.write() as tx:
+            with _sql.write(self.store) as tx:
                 for row in outcomes:
                     if not isinstance(row, dict):
                         ids.append(None)
                         continue
                     fid = row["finding_id"]
                     if fid not in known:  # read inside the transaction: it cannot vanish
-                        known[fid] = bool(self.store.count("findings", "id = ?", (fid,)))
+                        known[fid] = bool(_sql.count(self.store, "findings", "id = ?", (fid,)))
                     if not known[fid]:
                         ids.append(InputError("finding_id", f"no finding with id {fid!r}"))
                         continue
                     ids.append(tx.insert("finding_votes", row))
+                refresh_scores(tx, [fid for fid, ok in known.items() if ok])
             return ids
 
         if not any(isinstance(o, dict) for o in outcomes):
@@ -287,7 +290,7 @@ class FindingsStore:
         pending; None or "all" for every finding)."""
         wanted = _status(status)
         summaries = self._retrying(
-            lambda: self._summaries(self.store.query("SELECT * FROM findings ORDER BY rowid"), every=True))
+            lambda: self._summaries(_sql.query(self.store, "SELECT * FROM findings ORDER BY rowid"), every=True))
         return [s for s in summaries if wanted is None or s.status is wanted]
 
     def challenged(self) -> list[FindingSummary]:
@@ -295,9 +298,6 @@ class FindingsStore:
 
     def pending(self) -> list[FindingSummary]:
         return self.list_findings(FindingStatus.PENDING)
-
-    def confirmed(self) -> list[FindingSummary]:
-        return self.list_findings(FindingStatus.CONFIRMED)
 
     def history(self, finding_id: object, limit: object = DEFAULT_HISTORY_LIMIT) -> FindingHistory:
         """The finding's votes, oldest first: the most recent ``limit`` (None for all)."""
@@ -311,38 +311,35 @@ class FindingsStore:
         finding = self._finding_row(finding_id)
         latest = self._latest([finding["id"]])
         counted = {r["id"] for r in latest.get(finding["id"], [])}
-        total = self.store.count("finding_votes", "finding_id = ?", (finding["id"],))
+        total = _sql.count(self.store, "finding_votes", "finding_id = ?", (finding["id"],))
         sql = "SELECT * FROM finding_votes WHERE finding_id = ? ORDER BY id DESC"
         params: tuple = (finding["id"],)
         if limit is not None:
             sql += " LIMIT ?"
             params += (limit,)
-        rows = list(reversed(self.store.query(sql, params)))
+        rows = list(reversed(_sql.query(self.store, sql, params)))
         return FindingHistory(
             finding=self._summaries([finding], latest)[0],
             votes=[_record(r, counted=r["id"] in counted) for r in rows],
             votes_in_history=total, truncated=len(rows) < total)
 
-    def vote_count(self, where: str | None = None, params: tuple = ()) -> int:
-        return self.store.count("finding_votes", where, params)
-
     # ----- internals -----------------------------------------------------------------------
     def _finding_row(self, finding_id: str) -> dict:
-        row = self.store.get("findings", finding_id)
+        row = _sql.get(self.store, "findings", finding_id)
         if row is None:
             raise InputError("finding_id", f"no finding with id {finding_id!r}")
         return row
 
     def _finding_rows(self, ids: Iterable[str]) -> list[dict]:
         where, params = _in_clause(ids)
-        return self.store.query(f"SELECT * FROM findings WHERE {where.replace('finding_id', 'id')} "
+        return _sql.query(self.store, f"SELECT * FROM findings WHERE {where.replace('finding_id', 'id')} "
                                 "ORDER BY rowid", params) if params else []
 
     def _latest(self, ids: Iterable[str] | None) -> dict[str, list[dict]]:
         """Each agent's latest valid vote per finding, in first-vote order."""
         where, params = _in_clause(ids)
         out: dict[str, list[dict]] = {}
-        for row in self.store.query(_LATEST_SQL.format(where=f"AND {where}" if where else ""), params):
+        for row in _sql.query(self.store, _LATEST_SQL.format(where=f"AND {where}" if where else ""), params):
             out.setdefault(row["finding_id"], []).append(row)
         return out
 
@@ -356,7 +353,7 @@ class FindingsStore:
             latest = self._latest(ids)
         where, params = _in_clause(ids)
         counts = {r["finding_id"]: r for r in
-                  self.store.query(_COUNTS_SQL.format(where=f"WHERE {where}" if where else ""), params)}
+                  _sql.query(self.store, _COUNTS_SQL.format(where=f"WHERE {where}" if where else ""), params)}
         out = []
         for f in findings:
             threshold = f["threshold"] if f["threshold"] is not None else self.default_threshold

@@ -1,4 +1,5 @@
-"""Run configurations from what a project holds: its providers, its panel, a saved protocol config.
+"""The project's panel (providers, clusters, agents, saved protocol configurations), and the run
+configurations made from it.
 
 The GUI starts runs this way; the result is the same SPEC §6 document ``rwb run`` reads, so a run
 started in the GUI can be repeated headless from its ``runs.config_json``.
@@ -6,9 +7,13 @@ started in the GUI can be repeated headless from its ``runs.config_json``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from workbench.core.errors import InputError
-from workbench.core.runs.config import RunConfig, parse_run_config
+from workbench.core.project import _sql
+from workbench.core.project.changes import Changes
 from workbench.core.project.store import Store
+from workbench.core.runs.config import RunConfig, parse_run_config
 
 # Keys of a provider row that belong in a run configuration's provider entry.
 _PROVIDER_KEYS = ("model", "api_base", "key_env", "key_keyring", "max_concurrency", "rpm", "timeout_s", "max_retries")
@@ -16,23 +21,23 @@ _PROVIDER_KEYS = ("model", "api_base", "key_env", "key_keyring", "max_concurrenc
 
 def panel_document(store: Store) -> dict:
     """The project's providers and clusters, in the run-configuration shape."""
-    providers = {p["name"]: {k: p[k] for k in _PROVIDER_KEYS if p[k] is not None} for p in store.rows("providers")}
+    providers = {p["name"]: {k: p[k] for k in _PROVIDER_KEYS if p[k] is not None} for p in _sql.rows(store, "providers")}
     clusters = []
-    for c in store.rows("clusters", order_by="position, id"):
+    for c in _sql.rows(store, "clusters", order_by="position, id"):
         agents = [{"id": a["id"], "provider": a["provider"], "persona": a["persona"], "role": a["role"],
                    "params": a["params_json"] or {}}
-                  for a in store.rows("agents", "cluster_id = ?", (c["id"],), order_by="position, id")]
+                  for a in _sql.rows(store, "agents", "cluster_id = ?", (c["id"],), order_by="position, id")]
         if agents:
             clusters.append({"name": c["name"], "agents": agents,
                              **({"theta": c["theta"]} if c["theta"] is not None else {}),
                              **({"weight": c["weight"]} if c["weight"] != 1.0 else {})})
-    reference = next((c["name"] for c in store.rows("clusters", "is_reference = 1")), None)
+    reference = next((c["name"] for c in _sql.rows(store, "clusters", "is_reference = 1")), None)
     return {"providers": providers, "clusters": clusters, **({"reference": reference} if reference else {})}
 
 
 def run_config_from_project(store: Store, config_id: int, **overrides) -> RunConfig:
     """A saved protocol configuration, completed with the project's panel."""
-    saved = store.get("protocol_configs", config_id)
+    saved = _sql.get(store, "protocol_configs", config_id)
     if saved is None:
         raise InputError("protocol_config", f"no saved configuration {config_id}")
     document = {**panel_document(store), "protocol": saved["protocol"], "label": saved["name"],
@@ -45,13 +50,13 @@ def run_config_from_project(store: Store, config_id: int, **overrides) -> RunCon
 
 def findings_from_run(store: Store, run_id: str, tiers: list[str] | None = None) -> list[dict]:
     """Findings made from another run's artifacts (for an RCP run, optionally only some tiers)."""
-    source = store.get("runs", run_id)
+    source = _sql.get(store, "runs", run_id)
     if source is None:
         raise InputError("findings_from_run", f"no run {run_id!r} in this project")
     tier_of = {s["artifact"]: s["tier"] for rnd in (source["summary_json"] or {}).get("rounds", [])
                for s in rnd.get("states", [])}
     findings = []
-    for a in store.rows("artifacts", "run_id = ?", (run_id,), order_by="id"):
+    for a in _sql.rows(store, "artifacts", "run_id = ?", (run_id,), order_by="id"):
         if tiers and tier_of.get(a["key"]) not in tiers:
             continue
         findings.append({"id": f"{run_id}:{a['key']}", "claim": a["content"],
@@ -60,3 +65,42 @@ def findings_from_run(store: Store, run_id: str, tiers: list[str] | None = None)
     if not findings:
         raise InputError("findings_from_run", f"run {run_id} has no artifacts{' in those tiers' if tiers else ''}")
     return findings
+
+
+# ----- the panel as the Clusters & Agents panel shows it --------------------------------------------
+@dataclass(frozen=True)
+class PanelRows:
+    """The project's clusters, agents (``agents`` rows) and providers (by name), as stored."""
+
+    clusters: list[dict]
+    agents: list[dict]
+    providers: dict[str, dict]
+
+
+def panel_rows(store: Store) -> PanelRows:
+    return PanelRows(clusters=_sql.rows(store, "clusters", order_by="position, id"),
+                     agents=_sql.rows(store, "agents", order_by="cluster_id, position, id"),
+                     providers={p["name"]: p for p in _sql.rows(store, "providers", order_by="name")})
+
+
+def providers(store: Store) -> list[dict]:
+    """Every provider row (it names where a key lives, never the key), by name."""
+    return _sql.rows(store, "providers", order_by="name")
+
+
+def set_agent_params(store: Store, agent_id: str, params: dict) -> Changes:
+    """Store an agent's simulated-persona parameters."""
+    return _sql.update(store, "agents", agent_id, {"params_json": params})
+
+
+@dataclass(frozen=True)
+class SavedConfig:
+    id: int
+    name: str
+    protocol: str
+
+
+def saved_configs(store: Store) -> list[SavedConfig]:
+    """The protocol configurations saved in the project, by name."""
+    return [SavedConfig(r["id"], r["name"], r["protocol"])
+            for r in _sql.rows(store, "protocol_configs", order_by="name, id")]

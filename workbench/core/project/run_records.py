@@ -15,9 +15,11 @@ from typing import Any
 from workbench.core.project.changes import Changes
 from workbench.core.runs.config import RunConfig
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply
-from workbench.core.project.store import Store, Transaction, utc_now
+from workbench.core.project._sql import Transaction
+from workbench.core.project.finding_scores import refresh_scores
+from workbench.core.project.store import Store, utc_now
+from workbench.core.project import _sql
 
-CALL_TABLES = ("llm_calls", "artifacts", "votes", "finding_votes", "cons_ballots", "traces", "rounds")
 
 
 @dataclass
@@ -31,16 +33,14 @@ class CallRecord:
     gateway: dict[str, Any] = field(default_factory=dict)  # CallResult.record() or the sim's equivalent
 
 
-def ensure_round(store: Store, run_id: str, idx: int, kind: str) -> int:
-    existing = store.rows("rounds", "run_id = ? AND idx = ?", (run_id, idx))
-    if existing:
-        return existing[0]["id"]
-    return store.insert("rounds", {"run_id": run_id, "idx": idx, "kind": kind or f"batch {idx}",
-                                   "started_at": utc_now()})[0]
-
-
-def prepare_run(tx: Transaction, run_id: str, cfg: RunConfig) -> None:
+def prepare_run(store: Store, run_id: str, cfg: RunConfig) -> Changes:
     """Rows a protocol needs before its first call (the findings voted on, the CONS question)."""
+    with _sql.write(store) as tx:
+        _prepare(tx, run_id, cfg)
+    return tx.changes
+
+
+def _prepare(tx: Transaction, run_id: str, cfg: RunConfig) -> None:
     now = utc_now()
     if cfg.protocol == "findings":
         for f in cfg.findings:
@@ -63,7 +63,7 @@ def _question_id(cfg: RunConfig, run_id: str) -> str:
 def record_call(store: Store, run_id: str, round_id: int, rec: CallRecord, cfg: RunConfig) -> tuple[int, Changes]:
     """Persist one finished call and what it means for the protocol, in one transaction."""
     call, reply = rec.call, rec.reply
-    with store.write() as tx:
+    with _sql.write(store) as tx:
         g = rec.gateway
         call_id = tx.insert("llm_calls", {
             "run_id": run_id, "round_id": round_id, "step_key": call.key, "agent_id": call.agent,
@@ -140,6 +140,7 @@ def _record_protocol_rows(tx: Transaction, run_id: str, round_id: int, call_id: 
             "confidence": vote.confidence if vote else None, "reason": vote.reason if vote else "",
             "status": "valid" if vote else "invalid", "invalid_reason": None if vote else parsed.reason,
             "raw": text, "client": "run", "run_id": run_id, "call_id": call_id, "simulated": sim, "created_at": now})
+        refresh_scores(tx, [call.meta["finding"]])
         return vote is not None
     if call.purpose == "ballot":  # CONS
         if text is None:
@@ -157,7 +158,7 @@ def _record_protocol_rows(tx: Transaction, run_id: str, round_id: int, call_id: 
         return parsed.ballot is not None
     if call.purpose == "trace":
         from workbench.core.project.arm_import import trace_columns
-        from workbench.core.protocols.arm.api import parse_reply
+        from workbench.core.protocols.arm import parse_reply
 
         trace = parse_reply(reply.text, reply.meta, error=reply.error)
         attempt = int(m.group(1)) + 1 if (m := re.match(r"fap/\w+/(\d+)$", call.key)) else 1
@@ -171,7 +172,7 @@ def _record_protocol_rows(tx: Transaction, run_id: str, round_id: int, call_id: 
 def finish_run(store: Store, run_id: str, cfg: RunConfig, result: Any) -> dict:
     """Store what the protocol concluded; returns the run's summary."""
     summary: dict[str, Any] = {"protocol": cfg.protocol}
-    with store.write() as tx:
+    with _sql.write(store) as tx:
         if cfg.protocol == "rcp":
             summary["rounds"] = [{"round": r.index, "artifacts": len(r.artifacts), "states": r.states} for r in result]
         elif cfg.protocol == "findings":
@@ -210,12 +211,12 @@ def _finish_cons(tx: Transaction, run_id: str, cfg: RunConfig, result) -> dict:
 
 def _finish_arm(store: Store, tx: Transaction, run_id: str, run) -> dict:
     from workbench.core.project.arm_import import trace_columns
-    from workbench.core.protocols.arm.api import metrics_report, run_to_upstream
+    from workbench.core.protocols.arm import metrics_report, run_to_upstream
 
     upstream = run_to_upstream(run)
     for round_no, block in ((1, run.r1), (2, run.r2)):
         for role, trace in (block or {}).items():
-            rows = store.rows("traces", "run_id = ? AND round_no = ? AND role = ? AND is_current = 1",
+            rows = _sql.rows(store, "traces", "run_id = ? AND round_no = ? AND role = ? AND is_current = 1",
                               (run_id, round_no, role))
             columns = {**trace_columns(trace), "source_json": upstream[f"r{round_no}"][role]}
             if rows:  # the gates may have rewritten the trace (polarity override, harness deltas)
@@ -224,7 +225,7 @@ def _finish_arm(store: Store, tx: Transaction, run_id: str, run) -> dict:
                 tx.insert("traces", {"run_id": run_id, "round_no": round_no, "role": role, "agent_id": role,
                                      "created_at": utc_now(), **columns})
     rest = {k: v for k, v in upstream.items() if k not in ("r1", "r2")}
-    earlier = store.get("runs", run_id)["provenance_json"] or {}
+    earlier = _sql.get(store, "runs", run_id)["provenance_json"] or {}
     tx.update("runs", run_id, {"provenance_json": {**earlier, "schema_version": run.generation, "key_order": list(upstream),
                                                    "round_keys": {r: list(upstream.get(r) or {}) for r in ("r1", "r2")},
                                                    "upstream": rest}})

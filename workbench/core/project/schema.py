@@ -396,6 +396,54 @@ CREATE TABLE echo_restorations (
 );
 """
 
+# Every table of steps 1 and 2. A later step that adds a table adds its triggers too
+# (watch_triggers(name)), so the GUI sees changes to it from other processes.
+WATCHED_TABLES = (
+    "project", "settings", "providers", "clusters", "agents", "protocol_configs", "batches", "runs",
+    "rounds", "llm_calls", "artifacts", "votes", "traces", "findings", "finding_votes",
+    "cons_questions", "cons_ballots", "cons_conflicts", "cons_escalations", "echo_markers",
+    "echo_anchors", "echo_session_seeds", "echo_verifications", "echo_restorations",
+)
+
+
+def watch_triggers(table: str) -> str:
+    """Triggers that advance ``table``'s change counter on every insert, update and delete."""
+    bump = f"UPDATE change_counters SET seq = seq + 1 WHERE tbl = '{table}';"
+    return "\n".join(f"CREATE TRIGGER watch_{table}_{op.lower()} AFTER {op} ON {table} BEGIN {bump} END;"
+                     for op in ("INSERT", "UPDATE", "DELETE"))
+
+
+# Step 3: per-table change counters, so a commit from another process is worked out precisely
+# (which tables moved) instead of as "everything changed"; and each finding's consensus kept on
+# its row, so the Findings list pages and sorts in SQL instead of re-reading every vote.
+# The scores of existing findings are filled in by AFTER_STEP[3].
+_V3 = "\n".join([
+    "CREATE TABLE change_counters (tbl TEXT PRIMARY KEY, seq INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;",
+    "INSERT INTO change_counters (tbl) VALUES " + ", ".join(f"('{t}')" for t in WATCHED_TABLES) + ";",
+    *(watch_triggers(t) for t in WATCHED_TABLES),
+    """
+-- A finding's consensus as the engine computes it from each agent's latest valid vote
+-- (SPEC §2); rewritten in the same transaction as every vote on it.
+ALTER TABLE findings ADD COLUMN score REAL;
+ALTER TABLE findings ADD COLUMN k INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE findings ADD COLUMN status TEXT NOT NULL DEFAULT 'pending'
+    CHECK (status IN ('confirmed', 'challenged', 'pending'));
+ALTER TABLE findings ADD COLUMN votes_valid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE findings ADD COLUMN votes_invalid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE findings ADD COLUMN last_vote_at TEXT;
+""",
+])
+
 # MIGRATIONS[n] takes a file from schema version n - 1 to n.
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2}
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3}
 SCHEMA_VERSION = max(MIGRATIONS)
+
+
+def _fill_finding_scores(conn) -> None:
+    from workbench.core.project.finding_scores import refresh_all
+
+    refresh_all(conn)
+
+
+# Python that completes a step inside the step's own transaction (data the SQL cannot compute).
+AFTER_STEP = {3: _fill_finding_scores}

@@ -14,7 +14,7 @@ server share. Rules this module keeps:
 from __future__ import annotations
 
 import contextlib
-import json
+import dataclasses
 import os
 import sqlite3
 import threading
@@ -26,9 +26,8 @@ from pathlib import Path
 import sqlite_utils
 
 from workbench import __version__
-from workbench.core.project.changes import Changes
 from workbench.core.project.files import ProjectError, read_header
-from workbench.core.project.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from workbench.core.project.schema import AFTER_STEP, APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_MS = 15_000
 WAL_SAFE_SQLITE = (3, 51, 3)
@@ -55,62 +54,13 @@ class OpenReport:
     backup_path: Path | None = None
 
 
-def _decode(row: dict) -> dict:
-    return {k: (json.loads(v) if k.endswith("_json") and isinstance(v, str) else v) for k, v in row.items()}
-
-
-def _encode(record: dict) -> dict:
-    # Encode JSON columns ourselves, so a JSON string or number round-trips as well as a dict.
-    return {k: (json.dumps(v, ensure_ascii=False) if k.endswith("_json") and v is not None else v)
-            for k, v in record.items()}
-
-
-class Transaction:
-    """The writes of one ``BEGIN IMMEDIATE`` transaction; it records what it changed."""
-
-    def __init__(self, db: sqlite_utils.Database):
-        self._db = db
-        self.changes = Changes()
-
-    def _touch(self, table: str, pk: object = None) -> None:
-        self.changes = self.changes | Changes.of(table, pk)
-
-    def insert(self, table: str, record: dict) -> object:
-        """Insert one row; returns its primary key (the rowid for INTEGER PRIMARY KEY tables)."""
-        t = self._db.table(table)
-        t.insert(_encode(record))
-        pks = t.pks
-        pk = record.get(pks[0]) if pks != ["rowid"] and record.get(pks[0]) is not None else t.last_pk
-        self._touch(table, pk)
-        return pk
-
-    def upsert(self, table: str, record: dict) -> None:
-        t = self._db.table(table)
-        t.upsert(_encode(record), pk=t.pks)
-        self._touch(table, record.get(t.pks[0]))
-
-    def update(self, table: str, pk: object, updates: dict) -> None:
-        self._db.table(table).update(pk, _encode(updates))
-        self._touch(table, pk)
-
-    def delete(self, table: str, pk: object) -> None:
-        self._db.table(table).delete(pk)
-        self._touch(table, pk)
-
-    def execute(self, sql: str, params: tuple | dict = (), *, tables: tuple[str, ...]) -> int:
-        """A raw write statement; ``tables`` names what it changes. Returns the row count."""
-        cursor = self._db.conn.execute(sql, params)
-        for table in tables:
-            self._touch(table)
-        return cursor.rowcount
-
-
 class Store:
     """An open project file. Create with :meth:`create` or :meth:`open`, never directly."""
 
     def __init__(self, path: Path, report: OpenReport):
         self.path = path
         self.report = report
+        self.checked = True  # False while the integrity check of Store.open(check_later=True) waits
         self._local = threading.local()
 
     # ----- opening -------------------------------------------------------------------------
@@ -128,7 +78,7 @@ class Store:
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 conn.execute(f"PRAGMA journal_mode = {journal_mode_for()}")
                 _migrate(conn, 0)
-                with _immediate(conn):
+                with immediate(conn):
                     conn.execute(
                         "INSERT INTO project (id, name, created_at, created_by_version) VALUES (1, ?, ?, ?)",
                         (name or path.stem, utc_now(), __version__),
@@ -142,14 +92,19 @@ class Store:
         return cls(path, OpenReport(schema_version=SCHEMA_VERSION))
 
     @classmethod
-    def open(cls, path: Path | str) -> Store:
+    def open(cls, path: Path | str, *, check_later: bool = False) -> Store:
         """Open a project, refusing (and never writing to) anything that is not a sound one.
 
         A file from a newer version opens read-only; an older one is backed up, then migrated.
+        With ``check_later`` the full ``quick_check`` (a pass over the whole file: 0.1 s for
+        70 MB) is left to :meth:`check`, so the window can show the project while it runs; a
+        write that comes first runs the check itself before it writes anything.
         """
         path = Path(path).absolute()
         read_header(path)
-        version = _check_identity(path)
+        version = _check_identity(path, quick_check=not check_later)
+        if check_later and version < SCHEMA_VERSION:
+            cls(path, OpenReport(schema_version=version, read_only=True)).check()  # before migrating
         if version > SCHEMA_VERSION:
             return cls(path, OpenReport(
                 schema_version=version, read_only=True,
@@ -181,28 +136,51 @@ class Store:
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != journal_mode_for():
                 conn.execute(f"PRAGMA journal_mode = {journal_mode_for()}")
         except sqlite3.OperationalError as exc:
-            raise _explain(path, exc) from None
+            raise explain(path, exc) from None
         finally:
             conn.close()
-        return cls(path, OpenReport(
+        store = cls(path, OpenReport(
             schema_version=SCHEMA_VERSION,
             migrated_from=version if backup else None, backup_path=backup,
         ))
+        store.checked = not check_later or backup is not None
+        return store
+
+    def check(self) -> None:
+        """SQLite's ``quick_check`` over the whole file, read-only; raises ProjectError("corrupt")."""
+        conn = _connect(self.path, read_only=True)
+        try:
+            _quick_check(conn, self.path)
+        except sqlite3.Error as exc:
+            raise explain(self.path, exc) from None
+        finally:
+            conn.close()
+        self.checked = True
 
     # ----- connections ---------------------------------------------------------------------
     @property
     def read_only(self) -> bool:
         return self.report.read_only
 
-    @property
-    def db(self) -> sqlite_utils.Database:
-        """This thread's connection, wrapped by sqlite-utils."""
+    def reader(self) -> Store:
+        """The same file for reading only: its connections open with ``mode=ro``, so a panel's
+        read worker can never take a write lock, and a write through it is refused."""
+        if self.read_only:
+            return self
+        return Store(self.path, dataclasses.replace(
+            self.report, read_only=True, read_only_reason="opened for reading (a panel's read worker)"))
+
+    def _database(self) -> sqlite_utils.Database:
+        """This thread's connection, wrapped by sqlite-utils. Only the modules of
+        :mod:`workbench.core.project` use it (through :mod:`._sql`); nothing outside does."""
         db = getattr(self._local, "db", None)
         if db is None:
-            conn = _connect(self.path, read_only=self.read_only)
-            db = sqlite_utils.Database(conn, execute_plugins=False)
+            db = sqlite_utils.Database(_connect(self.path, read_only=self.read_only), execute_plugins=False)
             self._local.db = db
         return db
+
+    def _connection(self) -> sqlite3.Connection:
+        return self._database().conn
 
     def close_connection(self) -> None:
         """Close the calling thread's connection (each thread closes its own)."""
@@ -211,89 +189,15 @@ class Store:
             db.conn.close()
             self._local.db = None
 
-    # ----- writing -------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def write(self) -> Iterator[Transaction]:
-        """One short ``BEGIN IMMEDIATE`` transaction: all of it commits, or none of it."""
-        if self.read_only:
-            raise ProjectError("read_only", self.path, self.report.read_only_reason or "read-only")
-        conn = self.db.conn
-        try:
-            with _immediate(conn):
-                tx = Transaction(self.db)
-                yield tx
-        except sqlite3.OperationalError as exc:
-            raise _explain(self.path, exc) from None
-
-    def insert(self, table: str, record: dict) -> tuple[object, Changes]:
-        """Insert one row in its own transaction; returns its key and the changes."""
-        with self.write() as tx:
-            pk = tx.insert(table, record)
-        return pk, tx.changes
-
-    def update(self, table: str, pk: object, updates: dict) -> Changes:
-        with self.write() as tx:
-            tx.update(table, pk, updates)
-        return tx.changes
-
-    def delete(self, table: str, pk: object) -> Changes:
-        with self.write() as tx:
-            tx.delete(table, pk)
-        return tx.changes
-
-    def set_setting(self, key: str, value: object) -> Changes:
-        # Written by hand so that a value of None is stored as JSON null, not as SQL NULL.
-        with self.write() as tx:
-            tx.execute("INSERT INTO settings (key, value_json) VALUES (?, ?) "
-                       "ON CONFLICT (key) DO UPDATE SET value_json = excluded.value_json",
-                       (key, json.dumps(value, ensure_ascii=False)), tables=("settings",))
-        return tx.changes
-
-    # ----- reading -------------------------------------------------------------------------
-    def rows(self, table: str, where: str | None = None, params: tuple | dict = (),
-             order_by: str | None = None, limit: int | None = None) -> list[dict]:
-        """Rows of ``table`` as dicts, with ``*_json`` columns decoded."""
-        found = self.db.table(table).rows_where(where, params, order_by=order_by, limit=limit)
-        return [_decode(row) for row in found]
-
-    def get(self, table: str, pk: object) -> dict | None:
-        t = self.db.table(table)
-        key = "rowid" if t.pks == ["rowid"] else t.pks[0]
-        found = self.rows(table, f"[{key}] = ?", (pk,), limit=1)
-        return found[0] if found else None
-
-    def count(self, table: str, where: str | None = None, params: tuple | dict = ()) -> int:
-        sql = f"SELECT count(*) FROM [{table}]" + (f" WHERE {where}" if where else "")
-        return self.db.conn.execute(sql, params).fetchone()[0]
-
-    def query(self, sql: str, params: tuple | dict = ()) -> list[dict]:
-        """A read-only query, for the domain modules' joins; ``*_json`` columns are decoded."""
-        cursor = self.db.conn.execute(sql, params)
-        names = [d[0] for d in cursor.description or ()]
-        return [_decode(dict(zip(names, row))) for row in cursor]
-
-    def setting(self, key: str, default: object = None) -> object:
-        row = self.get("settings", key)
-        return row["value_json"] if row else default
-
-    def tables(self) -> list[str]:
-        return self.db.table_names()
-
-    def columns(self, table: str) -> dict[str, str]:
-        return {c.name: c.type for c in self.db.table(table).columns}
-
-    def data_version(self) -> int:
-        """Changes whenever another connection (any thread or process) commits."""
-        return self.db.conn.execute("PRAGMA data_version").fetchone()[0]
-
-    def project(self) -> dict:
-        return self.get("project", 1) or {}
-
     def info(self) -> dict:
-        conn = self.db.conn
+        """What ``rwb project info`` prints: identity, versions, journal, and rows per table."""
+        conn = self._connection()
+        tables = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        name = conn.execute("SELECT name FROM project WHERE id = 1").fetchone()
         return {
             "path": str(self.path),
-            "name": self.project().get("name"),
+            "name": name[0] if name else None,
             "schema_version": conn.execute("PRAGMA user_version").fetchone()[0],
             "application_id": conn.execute("PRAGMA application_id").fetchone()[0],
             "journal_mode": conn.execute("PRAGMA journal_mode").fetchone()[0],
@@ -302,7 +206,7 @@ class Store:
             "read_only_reason": self.report.read_only_reason,
             "migrated_from": self.report.migrated_from,
             "backup_path": str(self.report.backup_path) if self.report.backup_path else None,
-            "counts": {t: self.count(t) for t in sorted(self.tables())},
+            "counts": {t: conn.execute(f"SELECT count(*) FROM [{t}]").fetchone()[0] for t in tables},
         }
 
     # ----- copies --------------------------------------------------------------------------
@@ -313,7 +217,7 @@ class Store:
             raise ProjectError("exists", dest, "Save As needs a different file from the open one.")
         if dest.exists() and not overwrite:
             raise ProjectError("exists", dest, f"{dest.name} already exists; choose another name.")
-        _backup_file(self.path, dest, source=self.db.conn)
+        _backup_file(self.path, dest, source=self._connection())
         return dest
 
 
@@ -328,7 +232,7 @@ def _connect(path: Path, *, read_only: bool = False, create: bool = False) -> sq
 
 
 @contextlib.contextmanager
-def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+def immediate(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
@@ -343,8 +247,12 @@ def _migrate(conn: sqlite3.Connection, from_version: int) -> None:
     """Step the schema up to the current version, one transaction per step."""
     for version in range(from_version + 1, SCHEMA_VERSION + 1):
         try:
-            # executescript runs the whole step inside our explicit transaction.
-            conn.executescript(f"BEGIN IMMEDIATE;\n{MIGRATIONS[version]}\nPRAGMA user_version = {version};\nCOMMIT;")
+            # executescript runs the whole step inside our explicit transaction, which stays open
+            # for the step's Python part (AFTER_STEP) and then commits with the new version.
+            conn.executescript(f"BEGIN IMMEDIATE;\n{MIGRATIONS[version]}\nPRAGMA user_version = {version};")
+            if version in AFTER_STEP:
+                AFTER_STEP[version](conn)
+            conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -375,13 +283,13 @@ def _writable(path: Path) -> bool:
     return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
 
 
-def _check_identity(path: Path) -> int:
+def _check_identity(path: Path, *, quick_check: bool = True) -> int:
     """Read-only checks: a workbench project, intact. Returns its schema version."""
     name = path.name
     try:
         conn = _connect(path, read_only=True)
     except sqlite3.Error as exc:
-        raise _explain(path, exc) from None
+        raise explain(path, exc) from None
     try:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -392,20 +300,25 @@ def _check_identity(path: Path) -> int:
         if version == 0:
             raise ProjectError("not_project", path,
                                f"{name} is an unfinished workbench project: it has no schema.")
-        problems = [line for row in conn.execute("PRAGMA quick_check(5)") for line in row[0].splitlines()
-                    if not line.startswith("*** in database")]
-        if problems != ["ok"]:
-            raise ProjectError("corrupt", path,
-                               f"{name} is damaged and was not opened (SQLite's quick_check found: "
-                               f"{'; '.join(problems)}). Open a backup copy instead.")
+        if quick_check:
+            _quick_check(conn, path)
         return version
     except sqlite3.Error as exc:
-        raise _explain(path, exc) from None
+        raise explain(path, exc) from None
     finally:
         conn.close()
 
 
-def _explain(path: Path, exc: sqlite3.Error) -> ProjectError:
+def _quick_check(conn: sqlite3.Connection, path: Path) -> None:
+    problems = [line for row in conn.execute("PRAGMA quick_check(5)") for line in row[0].splitlines()
+                if not line.startswith("*** in database")]
+    if problems != ["ok"]:
+        raise ProjectError("corrupt", path,
+                           f"{path.name} is damaged and was not opened (SQLite's quick_check found: "
+                           f"{'; '.join(problems)}). Open a backup copy instead.")
+
+
+def explain(path: Path, exc: sqlite3.Error) -> ProjectError:
     """Turn a raw SQLite error into a message a user can act on."""
     text = str(exc)
     name = path.name

@@ -88,14 +88,14 @@ def _with_mix(clusters: list[dict], mix: ProviderMix, where: str) -> list[dict]:
 
 
 def _rotate_silent_baseline(runs: list[BatchRun]) -> list[BatchRun]:
-    from workbench.core.protocols.arm.api import rotate_silent_baseline
+    from workbench.core.protocols.arm import rotate_silent_baseline
 
     rotated = []
     for index, run in enumerate(runs):
         cfg = run.config
-        providers = [a.provider for a in cfg.agents if a.role in ("alpha", "beta", "gamma")]
-        draw = cfg.arm.get("silent_draw", "gamma")
-        silent = rotate_silent_baseline(index, providers, draw)
-        cfg = cfg.model_copy(update={"arm": {**cfg.arm, "silent_provider": silent.provider}})
+        roles = cfg.role_providers()
+        providers = [roles[a.role] for a in cfg.agents if a.role in roles]  # in the panel's order
+        silent = rotate_silent_baseline(index, providers, cfg.arm.silent_draw)
+        cfg = cfg.model_copy(update={"arm": cfg.arm.model_copy(update={"silent_provider": silent.provider})})
         rotated.append(BatchRun(cfg, run.label, run.replicate))
     return rotated

@@ -3,24 +3,48 @@
 One JSON (or YAML) document configures a run for the GUI, ``rwb run`` and batches alike. It
 names providers by where their keys live, never by the keys. :func:`protocol_generator` turns
 it into the protocol's step generator; the same configuration and seed give the same prompts.
+
+:data:`RunConfig` is a union tagged by ``protocol``: one model per protocol, each made of the
+fields every run shares (:class:`RunConfigBase`) and that protocol's options model, whose
+defaults are defined once, in the protocol's own ``config`` module:
+
+    rcp       RunConfigRcp       RcpOptions (rcp/config.py), at the top level
+    findings  RunConfigFindings  FindingsOptions (findings/config.py), at the top level
+    cons      RunConfigCons      ConsOptions (cons/config.py), at the top level
+    arm       RunConfigArm       ArmOptions (arm/config.py), under ``arm``
+    (any)     ``echo``           EchoOptions (echo/config.py)
+
+Every model is strict (a boolean is not a number, a string is not a number) and refuses an
+unknown key with its path, so a typo such as ``temprature`` is never ignored; free text goes under
+``notes``. The cross-field rules (every agent's provider exists, cluster names and agents are
+unique, the reference cluster exists, ...) are checked here too, so a configuration is refused
+whole before anything is spent. A stored configuration (``runs.config_json``, a
+``model_dump(mode="json", by_alias=True)``) parses back to the same configuration.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from workbench.core.errors import InputError, from_pydantic
+from workbench.core.errors import InputError
+from workbench.core.protocols.arm.config import ROLES as ARM_ROLES, ArmOptions
+from workbench.core.protocols.cons.config import ConsOptions
+from workbench.core.protocols.echo.config import EchoOptions, check_patterns
+from workbench.core.protocols.findings.config import FindingsOptions
+from workbench.core.protocols.rcp.config import TIERS, RcpConfig, RcpOptions, Theta, Weight, check_config
+from workbench.core.protocols.shared.validation import input_error, shown
 from workbench.core.runs.providers import ProviderConfig
 
 PROTOCOLS = ("rcp", "arm", "findings", "cons")
+DISPATCH = "concurrent"  # a run's default dispatch; ARM's own default is its options' (sequential)
 
 
 class AgentSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     id: str = Field(min_length=1)
     provider: str = Field(min_length=1)
@@ -30,48 +54,31 @@ class AgentSpec(BaseModel):
 
 
 class ClusterSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     name: str = Field(min_length=1)
     agents: list[AgentSpec] = Field(min_length=1)
-    theta: float | None = Field(None, gt=0, le=1)
-    weight: float | None = Field(None, gt=0)
+    theta: Theta | None = None  # RCP: this cluster's theta (default: the run's)
+    weight: Weight | None = None  # RCP: this cluster's weight when ``weighted``
 
 
-class RunConfig(BaseModel):
-    """SPEC §6; keys beyond these are kept (``extra``) so a config can carry notes."""
+class RunConfigBase(BaseModel):
+    """The fields every run shares (SPEC §6), and the rules on the panel."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(strict=True, extra="forbid")
+    needs_query: ClassVar[bool] = True
 
-    protocol: Literal["rcp", "arm", "findings", "cons"]
+    protocol: str
     query: str = ""
     seed: int = 0
-    dispatch: Literal["sequential", "concurrent"] = "concurrent"
+    dispatch: Literal["sequential", "concurrent"] = DISPATCH
     providers: dict[str, ProviderConfig]
     clusters: list[ClusterSpec] = Field(min_length=1)
+    reference: str | None = None  # the panel's reference cluster: RCP's, kept with any protocol's panel
     label: str = ""
     cache: bool = False  # reuse identical replies (off for sampling studies; the sample index is in the key)
-    echo: dict[str, Any] | None = None  # Resonance Echo around every agent (see echo_wrap)
-    # RCP
-    theta: float = 0.5
-    tau: float = 0.6
-    weighted: bool = False
-    reference: str | None = None
-    ballot_mode: bool = False
-    refinement_rounds: int = Field(0, ge=0, le=5)
-    # Consensus Server findings
-    findings: list[dict[str, Any]] = Field(default_factory=list)
-    findings_from_run: str | None = None  # take the findings from another run's artifacts
-    findings_tiers: list[str] = Field(default_factory=list)  # of an RCP run: only these tiers (empty: all)
-    threshold: float = 0.6
-    # CONS
-    question_id: str = "CONS-001"
-    options: list[str] = Field(default_factory=list)
-    consensus_threshold: float = Field(0.8, gt=0, le=1)
-    min_voters: int = Field(3, ge=1)
-    max_challenge_rounds: int = Field(2, ge=0)
-    # ARM: any ArmRunConfig field except the question (providers by role default from the agents)
-    arm: dict[str, Any] = Field(default_factory=dict)
+    echo: EchoOptions | None = None  # Resonance Echo around every agent (see echo.wrap)
+    notes: str = ""  # free text: what the run is for, anything a reader should know
 
     @model_validator(mode="before")
     @classmethod
@@ -82,31 +89,39 @@ class RunConfig(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _consistent(self) -> RunConfig:
-        seen: set[str] = set()
+    def _panel(self) -> RunConfigBase:
+        if self.needs_query and not self.query.strip():
+            raise InputError("query", f"required: the question a {self.protocol.upper()} run puts to its agents")
         for i, cluster in enumerate(self.clusters):
             for j, agent in enumerate(cluster.agents):
-                where = f"clusters[{i}].agents[{j}]"
-                if agent.id in seen:
-                    raise ValueError(f"{where}.id: agent {agent.id!r} appears twice")
-                seen.add(agent.id)
                 if agent.provider not in self.providers:
-                    raise ValueError(f"{where}.provider: no provider named {agent.provider!r} "
+                    raise InputError(f"clusters[{i}].agents[{j}].provider",
+                                     f"no provider named {agent.provider!r} "
                                      f"(providers: {', '.join(sorted(self.providers)) or 'none'})")
-        if self.protocol in ("rcp", "arm", "cons") and not self.query.strip():
-            raise ValueError("query: required for this protocol")
-        if self.protocol == "findings" and not self.findings and not self.findings_from_run:
-            raise ValueError("findings: at least one finding is required (or findings_from_run)")
-        if self.protocol == "cons" and len(self.options) < 1:
-            raise ValueError("options: at least one option is required")
-        if self.echo is not None:  # refused now, not when the run starts
-            from workbench.core.protocols.echo.wrap import echo_options
-
-            try:
-                echo_options(self)
-            except InputError as exc:
-                raise ValueError(str(exc)) from None
+        # Cluster names and agents are unique: RCP's rules for its classification input, which
+        # any panel keeps (each agent id keys its calls).
+        check_config(self._classification_panel().model_copy(update={"reference": self.reference}))
+        if self.echo is not None:
+            check_patterns(self.echo, [(a.id, a.role) for a in self.agents])
+        self._check_personas()
         return self
+
+    def _classification_panel(self) -> RcpConfig:
+        clusters = [{"name": c.name, "agents": [a.id for a in c.agents],
+                     **({"theta": c.theta} if c.theta is not None else {}),
+                     **({"weight": c.weight} if c.weight is not None else {})} for c in self.clusters]
+        return RcpConfig.model_validate({"clusters": clusters})
+
+    def _check_personas(self) -> None:
+        """A simulated agent's persona parameters, which the simulated panel reads at its first call."""
+        if not any(p.simulated for p in self.providers.values()):
+            return
+        from workbench.core.sim.persona import SimPersona
+
+        for i, cluster in enumerate(self.clusters):
+            for j, agent in enumerate(cluster.agents):
+                if self.providers[agent.provider].simulated:
+                    SimPersona.from_params(agent.params, where=f"clusters[{i}].agents[{j}].params")
 
     @property
     def agents(self) -> list[AgentSpec]:
@@ -120,18 +135,117 @@ class RunConfig(BaseModel):
         """Every agent answers through the simulated panel."""
         return all(self.providers[a.provider].simulated for a in self.agents)
 
+    def providers_used(self) -> list[str]:
+        """The providers the run calls, each once, in the panel's order."""
+        return list(dict.fromkeys(a.provider for a in self.agents))
 
-def parse_run_config(data: object) -> RunConfig:
+
+class RunConfigRcp(RcpOptions, RunConfigBase):
+    """A Resonant Consensus run: :class:`RcpOptions` (theta, tau, reference, ...) at the top level."""
+
+    protocol: Literal["rcp"]
+
+    def classification_panel(self) -> list[dict]:
+        """The clusters as the engine's input takes them: names, agent ids, theta and weight."""
+        return [c.model_dump(exclude_none=True) for c in self._classification_panel().clusters]
+
+
+class RunConfigFindings(FindingsOptions, RunConfigBase):
+    """A Consensus Server findings run: :class:`FindingsOptions` at the top level."""
+
+    needs_query: ClassVar[bool] = False
+    protocol: Literal["findings"]
+
+    @model_validator(mode="after")
+    def _tiers(self) -> RunConfigFindings:
+        for k, tier in enumerate(self.findings_tiers):
+            if tier not in TIERS:
+                raise InputError(f"findings_tiers[{k}]", f"must be one of {', '.join(TIERS)}, got {tier!r}")
+        return self
+
+
+class RunConfigCons(ConsOptions, RunConfigBase):
+    """A CONS run: :class:`ConsOptions` at the top level; the question is the run's ``query``."""
+
+    protocol: Literal["cons"]
+
+
+class RunConfigArm(RunConfigBase):
+    """An ARM run: :class:`ArmOptions` under ``arm``; each role's provider defaults to its agent's."""
+
+    protocol: Literal["arm"]
+    arm: ArmOptions = Field(default_factory=ArmOptions)
+
+    @model_validator(mode="after")
+    def _roles(self) -> RunConfigArm:
+        roles = {a.role: a for a in self.agents if a.role}
+        for role in ARM_ROLES:
+            if role not in self.arm.providers and role not in roles:
+                raise InputError("clusters", f"no agent has the role {role!r} (an ARM run needs "
+                                             f"alpha, beta and gamma; the silent baseline is optional)")
+        for where, name in self._arm_providers().items():
+            if name not in self.providers:
+                raise InputError(where, f"no provider named {name!r} "
+                                        f"(providers: {', '.join(sorted(self.providers))})")
+        return self
+
+    def _arm_providers(self) -> dict[str, str]:
+        named = {f"arm.providers.{role}": name for role, name in self.arm.providers.items()}
+        if self.arm.silent_provider is not None:
+            named["arm.silent_provider"] = self.arm.silent_provider
+        return named
+
+    def role_providers(self) -> dict[str, str]:
+        """alpha, beta, gamma -> the provider that answers as that role."""
+        by_role = {a.role: a.provider for a in self.agents if a.role in ARM_ROLES}
+        return {role: self.arm.providers.get(role) or by_role[role] for role in ARM_ROLES}
+
+    def providers_used(self) -> list[str]:
+        """The providers ARM calls: each role's, and the silent baseline's (by default the silent
+        agent's, else the provider of the silent draw, one of the roles')."""
+        used = list(self.role_providers().values())
+        silent = next((a.provider for a in self.agents if a.role == "silent"), None)
+        used.append(self.arm.silent_provider or silent or used[0])
+        return list(dict.fromkeys(used))
+
+
+RunConfig = Annotated[Union[RunConfigRcp, RunConfigArm, RunConfigFindings, RunConfigCons],  # noqa: UP007
+                      Field(discriminator="protocol")]
+_ADAPTER: TypeAdapter[RunConfigBase] = TypeAdapter(RunConfig)
+
+# Keys every stored configuration carried before each protocol had its own model (one model held
+# every protocol's fields, and dumped them all). A stored configuration may still hold them; a
+# protocol never read another's, so they are dropped when a stored configuration is read back.
+_LEGACY_KEYS = ("theta", "tau", "weighted", "ballot_mode", "refinement_rounds", "findings",
+                "findings_from_run", "findings_tiers", "threshold", "question_id", "options",
+                "consensus_threshold", "min_voters", "max_challenge_rounds", "arm")
+_MODELS: dict[str, type[RunConfigBase]] = {"rcp": RunConfigRcp, "arm": RunConfigArm,
+                                           "findings": RunConfigFindings, "cons": RunConfigCons}
+
+
+def parse_run_config(data: object, *, stored: bool = False) -> RunConfig:
+    """Validate a run configuration whole; any problem is an :class:`InputError` naming its field.
+
+    ``stored``: ``data`` is a run's ``config_json``, possibly written by an earlier version (see
+    ``_LEGACY_KEYS``)."""
     if not isinstance(data, dict):
         raise InputError("config", "a run configuration is a JSON object")
+    if stored and data.get("protocol") in _MODELS:
+        fields = _MODELS[data["protocol"]].model_fields
+        data = {k: v for k, v in data.items() if k in fields or k not in _LEGACY_KEYS}
     try:
-        return RunConfig.model_validate(data)
+        return _ADAPTER.validate_python(data)
     except ValidationError as exc:
-        error = from_pydantic(exc)
-        if ": " in error.message and not error.field:  # a message that names its own field
-            field, message = error.message.split(": ", 1)
-            raise InputError(field, message) from None
-        raise error from None
+        first = exc.errors()[0]
+        if first["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            got = f", got {shown(data['protocol'])}" if "protocol" in data else ""
+            raise InputError("protocol", f"must be one of {', '.join(PROTOCOLS)}{got}") from None
+        raise input_error(exc, clean=_without_tag) from None
+
+
+def _without_tag(loc: list) -> list:
+    """A member of the tagged union puts the tag first in an error's location: not a key."""
+    return loc[1:] if loc and loc[0] in PROTOCOLS else loc
 
 
 def load_run_config(path: Path | str) -> RunConfig:
@@ -176,12 +290,10 @@ def _protocol_generator(cfg: RunConfig):
     if cfg.protocol == "rcp":
         from workbench.core.protocols.rcp.run import RcpAgent, RcpRunConfig, run_rcp
 
-        clusters = tuple({"name": c.name, "agents": [a.id for a in c.agents],
-                          **({"theta": c.theta} if c.theta is not None else {}),
-                          **({"weight": c.weight} if c.weight is not None else {})} for c in cfg.clusters)
         agents = tuple(RcpAgent(a.id, c.name, a.persona) for c in cfg.clusters for a in c.agents)
-        return run_rcp(RcpRunConfig(query=cfg.query, seed=cfg.seed, agents=agents, clusters=clusters,
-                                    reference=cfg.reference, theta=cfg.theta, tau=cfg.tau, weighted=cfg.weighted,
+        return run_rcp(RcpRunConfig(query=cfg.query, seed=cfg.seed, agents=agents,
+                                    clusters=tuple(cfg.classification_panel()), reference=cfg.reference,
+                                    theta=cfg.theta, tau=cfg.tau, weighted=cfg.weighted,
                                     ballot_mode=cfg.ballot_mode, refinement_rounds=cfg.refinement_rounds))
     if cfg.protocol == "findings":
         from workbench.core.protocols.findings.run import FindingsAgent, FindingsRunConfig, run_findings
@@ -194,14 +306,12 @@ def _protocol_generator(cfg: RunConfig):
 
         return run_cons(ConsRunConfig(seed=cfg.seed, question_id=cfg.question_id, question=cfg.query,
                                       options=tuple(cfg.options), agents=tuple(ConsAgent(a.id, a.persona) for a in cfg.agents),
-                                      consensus_threshold=cfg.consensus_threshold, min_voters=cfg.min_voters,
-                                      max_challenge_rounds=cfg.max_challenge_rounds))
-    from workbench.core.protocols.arm.api import ArmRunConfig, run_arm
+                                      consensus_threshold=cfg.consensus_threshold, count_threshold=cfg.count_threshold,
+                                      min_voters=cfg.min_voters, max_challenge_rounds=cfg.max_challenge_rounds))
+    from workbench.core.protocols.arm.rounds import ArmRunConfig, run_arm
 
-    options = dict(cfg.arm)
-    options.setdefault("providers", {a.role: a.provider for a in cfg.agents if a.role in ("alpha", "beta", "gamma")})
+    options = cfg.arm.model_dump(exclude={"providers", "silent_provider", "dispatch"})
     silent = next((a for a in cfg.agents if a.role == "silent"), None)
-    if silent is not None:
-        options.setdefault("silent_provider", silent.provider)
-    options.setdefault("dispatch", cfg.dispatch)
-    return run_arm(ArmRunConfig(question=cfg.query, **options))
+    return run_arm(ArmRunConfig(question=cfg.query, providers=cfg.role_providers(),
+                                silent_provider=cfg.arm.silent_provider or (silent.provider if silent else None),
+                                dispatch=cfg.arm.dispatch or cfg.dispatch, **options))

@@ -11,12 +11,14 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from workbench.core.protocols.rcp.config import DEFAULT_WEIGHT, Theta, Weight
+
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SIM_MODEL = "sim"
 
 
 class ProviderConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     name: str = Field(min_length=1)
     model: str = Field(min_length=1, description="a litellm model string, or 'sim'")
@@ -45,7 +47,7 @@ class ProviderConfig(BaseModel):
 
 
 class AgentConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     id: str = Field(min_length=1)
     provider: str | None = None
@@ -55,11 +57,11 @@ class AgentConfig(BaseModel):
 
 
 class ClusterConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     name: str = Field(min_length=1)
     agents: list[AgentConfig]
-    theta: float | None = Field(None, gt=0, le=1)
-    weight: float = Field(1.0, gt=0)
+    theta: Theta | None = None
+    weight: Weight = DEFAULT_WEIGHT
     reference: bool = False
     description: str = ""

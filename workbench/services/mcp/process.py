@@ -95,9 +95,6 @@ class McpServerProcess(QObject):
     def ready(self) -> bool:
         return self.url is not None
 
-    def log_tail(self) -> str:
-        return "\n".join(self._tail)
-
     # ----- commands ------------------------------------------------------------------------
     def start(self, project: Path | str, extra_args: list[str] | None = None) -> None:
         if self._process is not None:

@@ -54,6 +54,7 @@ from workbench.core.project.findings import (
     VoteRequest,
 )
 from workbench.core.protocols.findings.book import VoteType
+from workbench.core.protocols.findings.config import DEFAULT_THRESHOLD, THRESHOLD_RANGE, Threshold
 from workbench.core.project.store import Store
 
 log = logging.getLogger("workbench.mcp")
@@ -313,8 +314,8 @@ def _register_tools(server: ConsensusServer) -> None:
             description="Anything that helps the voters judge it (sources, commands, links).")] = None,
         finding_id: Annotated[str | None, Field(
             description="An id of your own; left out, one is made (f- and 10 hex digits).")] = None,
-        threshold: Annotated[float | None, Field(
-            strict=True, ge=-1, le=1, description="This finding's threshold (default 0.6).")] = None,
+        threshold: Annotated[Threshold | None, Field(
+            description=f"This finding's threshold (default {DEFAULT_THRESHOLD:g}).")] = None,
         ctx: Context = None,
     ) -> FindingSummary:
         """Put a new finding up for review; it is pending until an agent casts a counted vote."""
@@ -378,7 +379,7 @@ def plain_errors(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-_RANGES = {"confidence": (0, 1), "threshold": (-1, 1), "limit": (1, MAX_HISTORY_LIMIT)}
+_RANGES = {"confidence": (0, 1), "threshold": THRESHOLD_RANGE, "limit": (1, MAX_HISTORY_LIMIT)}
 
 
 def _shown(value: object) -> str:

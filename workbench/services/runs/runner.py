@@ -22,9 +22,11 @@ from datetime import datetime, timezone
 from workbench.core.errors import WorkbenchError
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 from workbench.core.runs.config import RunConfig, parse_run_config, protocol_generator
-from workbench.core.project.run_records import CallRecord, ensure_round, finish_run, prepare_run, record_call
-from workbench.core.project.store import Store, utc_now
+from workbench.core.project import calls, runs
+from workbench.core.project.run_records import CallRecord, finish_run, prepare_run, record_call
+from workbench.core.project.store import Store
 from workbench.services.runs.agents import AgentRouter, ManualAgents, needs_human
+from workbench.services.runs.preflight import preflight
 
 
 @dataclass(frozen=True)
@@ -60,12 +62,7 @@ def owner_alive(info: dict | None) -> bool:
 
 def mark_stale_runs(store: Store) -> int:
     """Runs left "running" by a process that is gone become "interrupted" (resumable)."""
-    stale = [r for r in store.rows("runs", "status = 'running'") if not owner_alive(r["owner_json"])]
-    for r in stale:
-        pid = (r["owner_json"] or {}).get("pid")
-        store.update("runs", r["id"], {"status": "interrupted",
-                                       "error": f"the process running it stopped (pid {pid}); resume it to finish"})
-    return len(stale)
+    return runs.mark_stale_runs(store, owner_alive)
 
 
 def new_run_id(protocol: str) -> str:
@@ -95,22 +92,20 @@ class Runner:
             cfg = cfg.model_copy(update={"findings": findings_from_run(self.store, cfg.findings_from_run,
                                                                       cfg.findings_tiers)})
         run_id = new_run_id(cfg.protocol)
-        self.store.insert("runs", {
-            "id": run_id, "protocol": cfg.protocol, "label": label or cfg.label or cfg.query[:60],
-            "config_json": cfg.model_dump(mode="json", by_alias=True), "batch_id": batch_id,
-            "replicate": replicate, "seed": cfg.seed, "dispatch": cfg.dispatch, "status": "interrupted",
-            "simulated": int(cfg.simulated), "source": "run", "started_at": utc_now(), "owner_json": None,
-        })
+        runs.create_run(self.store, run_id=run_id, protocol=cfg.protocol,
+                        label=label or cfg.label or cfg.query[:60],
+                        config=cfg.model_dump(mode="json", by_alias=True), seed=cfg.seed, dispatch=cfg.dispatch,
+                        simulated=cfg.simulated, batch_id=batch_id, replicate=replicate)
         return run_id
 
     def replay(self, source_run_id: str) -> str:
         """A new run with the same configuration, answered from ``source_run_id``'s stored replies
         (no model is called): re-derives every record, e.g. after a protocol fix."""
-        source = self.store.get("runs", source_run_id)
+        source = runs.get_run(self.store, source_run_id)
         if source is None:
             raise WorkbenchError(f"There is no run {source_run_id!r} in this project.")
-        run_id = self.create(parse_run_config(source["config_json"]), label=f"replay of {source_run_id}")
-        self.store.update("runs", run_id, {"provenance_json": {"replay_of": source_run_id}})
+        run_id = self.create(parse_run_config(source.config, stored=True), label=f"replay of {source_run_id}")
+        runs.set_provenance(self.store, run_id, {"replay_of": source_run_id})
         self._replay_from = source_run_id
         try:
             self.execute(run_id)
@@ -121,15 +116,17 @@ class Runner:
     def execute(self, run_id: str) -> dict:
         """Run (or resume) a run to its end, or to a resumable stop. Returns its summary."""
         store = self.store
-        row = store.get("runs", run_id)
-        if row is None:
+        run = runs.get_run(store, run_id)
+        if run is None:
             raise WorkbenchError(f"There is no run {run_id!r} in this project.")
-        if row["status"] == "completed":
-            return row["summary_json"]
-        if row["status"] == "running" and owner_alive(row["owner_json"]) and row["owner_json"] != owner():
-            raise WorkbenchError(f"Run {run_id} is running in another process ({row['owner_json']}).")
-        cfg = parse_run_config(row["config_json"])
-        store.update("runs", run_id, {"status": "running", "owner_json": owner(), "error": None})
+        if run.status == "completed":
+            return run.summary
+        if run.status == "running" and owner_alive(run.owner) and run.owner != owner():
+            raise WorkbenchError(f"Run {run_id} is running in another process ({run.owner}).")
+        cfg = parse_run_config(run.config, stored=True)
+        if self._replay_from is None:  # a replay answers from the stored replies
+            preflight(cfg)  # before the run goes "running": a provider that cannot be called spends nothing
+        runs.claim_run(store, run_id, owner())
         self._run_id, self._cfg = run_id, cfg
         self._done = _completed_calls(store, run_id)
         self._resumed = len(self._done)
@@ -140,8 +137,7 @@ class Runner:
         router = AgentRouter(cfg, gateway=self.gateway, manual=self.manual)
         status, error, summary = "completed", None, {}
         try:
-            with store.write() as tx:
-                prepare_run(tx, run_id, cfg)
+            prepare_run(store, run_id, cfg)
             result = self._drive(protocol_generator(cfg, run_id=run_id, issue_marker=self._marker_issuer(run_id, cfg)),
                                  router)
             summary = finish_run(store, run_id, cfg, result)
@@ -154,10 +150,9 @@ class Runner:
         duration = time.perf_counter() - self._started
         if self._echo_sessions:  # the checklist's session-end items read it from here
             summary["echo"] = self._echo_sessions
-        summary = {**summary, **self._counts(run_id), "run_id": run_id, "status": status,
+        summary = {**summary, **self._counts(run_id), "run_id": run_id, "status": status, "error": error,
                    "duration_s": round(duration, 3), "resumed_calls": self._resumed}
-        store.update("runs", run_id, {"status": status, "error": error, "summary_json": summary,
-                                      "finished_at": utc_now() if status != "interrupted" else None})
+        runs.end_run(store, run_id, status, error=error, summary=summary)
         return summary
 
     # ----- the generator loop ----------------------------------------------------------------
@@ -168,9 +163,9 @@ class Runner:
                 step = gen.send(reply)
                 if isinstance(step, Batch):
                     batch_index += 1
-                    round_id = ensure_round(self.store, self._run_id, batch_index, step.label)
+                    round_id = runs.ensure_round(self.store, self._run_id, batch_index, step.label)
                     reply = self._perform(step, round_id, router)
-                    self.store.update("rounds", round_id, {"status": "completed", "finished_at": utc_now()})
+                    runs.complete_round(self.store, round_id)
                 else:
                     self._note(step)
                     reply = None
@@ -259,15 +254,10 @@ class Runner:
         self.on_progress(RunProgress(self._run_id, phase, done, max(known, done), self._count["failed"], eta))
 
     def _counts(self, run_id: str) -> dict:
-        rows = self.store.query("SELECT count(*) AS calls, sum(status NOT IN ('ok', 'invalid')) AS failed, "
-                                "sum(status = 'invalid') AS invalid FROM llm_calls WHERE run_id = ?", (run_id,))[0]
-        return {"calls": rows["calls"], "failed_calls": rows["failed"] or 0, "invalid_calls": rows["invalid"] or 0}
+        c = calls.counts(self.store, run_id)
+        return {"calls": c.calls, "failed_calls": c.failed, "invalid_calls": c.invalid}
 
 
 def _completed_calls(store: Store, run_id: str) -> dict[str, AgentReply]:
     """The replies already recorded for this run: a resumed run reuses them instead of calling again."""
-    done: dict[str, AgentReply] = {}
-    for row in store.rows("llm_calls", "run_id = ? AND status IN ('ok', 'invalid')", (run_id,), order_by="id"):
-        meta = (row["response_json"] or {}).get("reply_meta") or {"provider": row["provider"], "model": row["model"]}
-        done[row["step_key"]] = AgentReply(row["step_key"], row["reply_text"], None, meta)
-    return done
+    return {r.step_key: AgentReply(r.step_key, r.text, None, r.meta) for r in calls.completed_replies(store, run_id)}

@@ -81,18 +81,31 @@ class RunService(QObject):
         """Start a new run of the project's saved protocol configuration ``config_id``."""
 
         def prepare(store: Store, runner) -> str:
+            from workbench.core.project import runs
             from workbench.core.project.panel import run_config_from_project
 
+            from workbench.services.runs.preflight import preflight
+
             cfg = run_config_from_project(store, config_id)
+            preflight(cfg)  # refused before the run exists (and off the GUI thread: it may import litellm)
             run_id = runner.create(cfg, label=label)
-            store.update("runs", run_id, {"config_id": config_id})
+            runs.set_config_id(store, run_id, config_id)
             return run_id
 
         return self._launch("start run", prepare)
 
     def start_config(self, cfg: RunConfig, label: str = "") -> bool:
-        """Start a new run of a configuration built elsewhere (a batch, a test, a script)."""
-        return self._launch("start run", lambda _store, runner: runner.create(cfg, label=label))
+        """Start a new run of a configuration built elsewhere (a batch, a test, a script). A
+        configuration whose providers cannot be called is refused before the run exists, through
+        ``failed`` (the check runs on the run's thread: it may import litellm)."""
+
+        def prepare(_store: Store, runner) -> str:
+            from workbench.services.runs.preflight import preflight
+
+            preflight(cfg)
+            return runner.create(cfg, label=label)
+
+        return self._launch("start run", prepare)
 
     def resume(self, run_id: str) -> bool:
         """Finish an interrupted run: only the calls whose results are missing are issued."""

@@ -1,39 +1,64 @@
-"""What every panel shares: a title, the shared ProjectModel, and refresh-on-change.
+"""What every panel shares: a title, the shared ProjectModel, and reads off the GUI thread.
 
-A panel never calls another panel. It listens to the model and refreshes when a change touches
-one of the tables it shows (``TABLES``). Connections are to bound methods and are dropped when
-the panel is destroyed, so no callback reaches a deleted widget.
+A panel never calls another panel, and never reads SQLite on the GUI thread. It listens to
+the model and, when a change touches a table it shows (``TABLES``), asks its :class:`Reader` for
+a new view: :meth:`Panel.load` runs on a worker thread with a read-only connection and returns a
+plain view model; :meth:`Panel.apply` puts it on screen. A stale view (a newer one was asked
+for meanwhile) is dropped. While a read waits on a writer's lock, the panel keeps its last view
+and shows a quiet "updating…" mark.
+
+``load`` is told what changed since the view on screen was read (``changes``; None means
+everything, as on opening), so a panel can re-read only what concerns it. Changes that arrive
+while a read is in flight are merged into the next read, never lost.
 """
 
 from __future__ import annotations
 
+import threading
+
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from workbench.core.project.changes import Changes
 from workbench.core.project.store import Store
 from workbench.services.project_model import ProjectModel
+from workbench.services.reads import Reader
+from workbench.services.workers import JobError
 
 
 class Panel(QWidget):
     TITLE = "Panel"
     OBJECT_NAME = "panel"
     SUMMARY = ""  # one line: what this panel is for
-    TABLES: tuple[str, ...] = ()  # the tables whose changes make this panel refresh
+    TABLES: tuple[str, ...] = ()  # the tables whose changes make this panel re-read
 
     def __init__(self, model: ProjectModel, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName(self.OBJECT_NAME)
         self.model = model
-        self.refresh_count = 0  # how often the panel refreshed: tests read it
+        self.refresh_count = 0  # how often a new view was applied: tests read it
+        self._reading: Store | None = None  # the open project, read-only, for the read worker
+        self._due_all = False  # a full read is due (the project was just opened)
+        self._due = Changes()  # changes not yet covered by the view on screen
+        self.reader = Reader(model.reads, self, name=f"read {self.OBJECT_NAME}")
+        self.reader.busy_changed.connect(self._on_busy_changed)
 
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(8, 8, 8, 8)
+        header = QHBoxLayout()
         heading = QLabel(self.SUMMARY, self)
         heading.setWordWrap(True)
         heading.setObjectName("panelSummary")
         heading.setStyleSheet("color: palette(placeholder-text);")
-        self._layout.addWidget(heading)
+        header.addWidget(heading, 1)
+        self.updating_mark = QLabel("updating…", self)
+        self.updating_mark.setObjectName("updatingMark")
+        self.updating_mark.setStyleSheet("color: palette(placeholder-text); font-style: italic;")
+        self.updating_mark.setToolTip("The project is busy (another program is writing to it); "
+                                      "what you see is the last view read.")
+        self.updating_mark.hide()
+        header.addWidget(self.updating_mark, 0, Qt.AlignmentFlag.AlignTop)
+        self._layout.addLayout(header)
         self.empty_label = QLabel("No project is open. Use File ▸ New or File ▸ Open.", self)
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_label.setWordWrap(True)
@@ -45,27 +70,69 @@ class Panel(QWidget):
 
     @property
     def store(self) -> Store | None:
+        """The open project (for its path and read-only state; reads go through ``load``)."""
         return self.model.store
 
-    def _on_opened(self, _store: object) -> None:
+    # ----- the read cycle ------------------------------------------------------------------
+    def request(self, changes: Changes | None = None) -> None:
+        """Ask for a new view: of everything (``None``) or after ``changes``."""
+        reading = self._reading
+        if reading is None:
+            return
+        if changes is None:
+            self._due_all = True
+        else:
+            self._due = self._due | changes
+        due = None if self._due_all else self._due
+        self.reader.load(lambda cancel: self.load(reading, due, cancel), self._on_loaded,
+                         on_failed=self._on_load_failed, cleanup=reading.close_connection)
+
+    def _on_opened(self, store: Store) -> None:
         self.empty_label.hide()
-        self._refresh()
+        self._reading = store.reader()
+        self.request(None)
 
     def _on_closed(self) -> None:
+        self.reader.cancel()
+        self._reading = None
+        self._due_all, self._due = False, Changes()
+        self.updating_mark.hide()
         self.empty_label.show()
         self.clear()
 
     def _on_changed(self, changes: Changes) -> None:
-        if self.store is not None and changes.touches(*self.TABLES):
-            self._refresh()
+        if self._reading is not None and changes.touches(*self.TABLES):
+            self.request(changes)
 
-    def _refresh(self) -> None:
+    def _on_loaded(self, view: object) -> None:
+        # The newest read covered every change asked for so far: nothing is due any more.
+        self._due_all, self._due = False, Changes()
         self.refresh_count += 1
-        self.refresh()
+        self.apply(view)
 
-    # Subclasses fill these in.
+    def _on_load_failed(self, error: JobError) -> None:
+        # The view on screen stays; say why it did not change (a lock held too long, say).
+        self.updating_mark.setText("not updated")
+        self.updating_mark.setToolTip(f"Could not read the project: {error.message}")
+        self.updating_mark.show()
+
+    def _on_busy_changed(self, busy: bool) -> None:
+        if busy:
+            self.updating_mark.setText("updating…")
+        self.updating_mark.setVisible(busy)
+
     def refresh(self) -> None:
-        """Re-read what this panel shows from the store (cheap reads only)."""
+        """Re-read everything this panel shows (in the background)."""
+        self.request(None)
+
+    # ----- what subclasses fill in ---------------------------------------------------------
+    def load(self, store: Store, changes: Changes | None, cancel: threading.Event) -> object:
+        """Read this panel's view (on a worker thread; ``store`` is read-only). ``changes`` is
+        None for a full read. Must not touch any widget."""
+        return None
+
+    def apply(self, view: object) -> None:
+        """Show ``view`` (on the GUI thread)."""
 
     def clear(self) -> None:
         """Show the no-project state."""
@@ -74,8 +141,7 @@ class Panel(QWidget):
 class SummaryPanel(Panel):
     """A panel that, until its full view lands, shows what the project holds for it."""
 
-    # (label, table, optional WHERE clause) for each line of the summary.
-    COUNTS: tuple[tuple[str, str, str | None], ...] = ()
+    TOPIC = ""  # which counts (workbench.core.project.overview)
 
     def __init__(self, model: ProjectModel, parent: QWidget | None = None):
         super().__init__(model, parent)
@@ -86,14 +152,14 @@ class SummaryPanel(Panel):
         self._layout.addWidget(self.summary, 1)
         self.summary.hide()
 
-    def counts(self) -> dict[str, int]:
-        store = self.store
-        assert store is not None
-        return {label: store.count(table, where) for label, table, where in self.COUNTS}
+    def load(self, store: Store, changes: Changes | None, cancel: threading.Event) -> dict[str, int]:
+        from workbench.core.project import overview
 
-    def refresh(self) -> None:
+        return overview.counts(store, self.TOPIC)
+
+    def apply(self, counts: dict[str, int]) -> None:
         lines = "".join(f"<tr><td align='right'><b>{n:,}</b></td><td>&nbsp;{label}</td></tr>"
-                        for label, n in self.counts().items())
+                        for label, n in counts.items())
         self.summary.setText(f"<table>{lines}</table>")
         self.summary.show()
 

@@ -44,13 +44,15 @@ class ClustersPanel(Panel):
         self._agent_rows: list[dict] = []
         split.hide()
 
-    def refresh(self) -> None:
-        store = self.store
-        assert store is not None
-        clusters = store.rows("clusters", order_by="position, id")
+    def load(self, store, changes, cancel):
+        from workbench.core.project.panel import panel_rows
+
+        return panel_rows(store)
+
+    def apply(self, view) -> None:
+        clusters, agents = view.clusters, view.agents
         names = {c["id"]: c["name"] for c in clusters}
-        agents = store.rows("agents", order_by="cluster_id, position, id")
-        self._providers = {p["name"]: p for p in store.rows("providers")}
+        self._providers = view.providers
         per_cluster: dict[object, int] = {}
         for a in agents:
             per_cluster[a["cluster_id"]] = per_cluster.get(a["cluster_id"], 0) + 1

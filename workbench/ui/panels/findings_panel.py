@@ -34,10 +34,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.core.errors import WorkbenchError
 from workbench.services.mcp.process import McpServerProcess, client_config_text
 from workbench.services.project_model import ProjectModel
+from workbench.services.reads import Reader
 from workbench.ui.panels.base import Panel
+from workbench.ui.widgets.paged_table import PagedTable
 from workbench.ui.widgets.record_table import RecordTable
 
 # Colour and shape for each status, readable on light and dark themes.
@@ -71,15 +72,17 @@ class FindingsPanel(Panel):
     def __init__(self, model: ProjectModel, parent: QWidget | None = None):
         super().__init__(model, parent)
         self.queue = "all"
-        self._summaries: list = []  # FindingSummary rows
         self._selected: str | None = None
+        self._history = Reader(model.reads, self, name="read finding history")
 
         content = QWidget(self)
         layout = QVBoxLayout(content)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(self._build_queue_bar())
 
-        self.findings = RecordTable(FINDING_COLUMNS, "Filter findings…", self)
+        # A list that pages: 5,000 findings cost one window of rows, sorted and filtered in SQL.
+        self.findings = PagedTable(FINDING_COLUMNS, model.reads, row_key=lambda row: row["id"],
+                                   placeholder="Filter findings…", parent=self)
         self.findings.model.decorate = _decorate_finding
         self.findings.view.selectionModel().selectionChanged.connect(self._on_finding_selected)
         self.history_label = QLabel("Select a finding to see its votes.", self)
@@ -145,7 +148,6 @@ class FindingsPanel(Panel):
             self.queue_buttons[key] = button
             bar.addWidget(button)
         bar.addStretch(1)
-        self._queue_group = group
         return bar
 
     def _build_server_box(self) -> QGroupBox:
@@ -194,76 +196,85 @@ class FindingsPanel(Panel):
         return box
 
     # ----- findings ------------------------------------------------------------------------
-    def refresh(self) -> None:
-        store = self.store
-        assert store is not None
-        try:
-            from workbench.core.project.findings import FindingsStore  # pydantic: not at start-up
+    def load(self, store, changes, cancel) -> tuple[dict[str, int], tuple[int, int]]:
+        """The queue counts and the CONS line (the list pages itself; the history is read apart)."""
+        from workbench.core.project import finding_list
 
-            self._summaries = FindingsStore(store).list_findings()
-            cons = store.count("cons_questions")
-            escalations = store.count("cons_escalations", "status = 'open'")
-        except WorkbenchError as exc:  # e.g. the file stayed locked: keep what is shown, say why
-            self.history_label.setText(html.escape(f"Could not read the findings: {exc}"))
-            return
-        counts = {key: sum(1 for s in self._summaries if key == "all" or s.status.value == key)
-                  for key, _ in QUEUES}
+        return finding_list.status_counts(store), finding_list.cons_overview(store)
+
+    def apply(self, view) -> None:
+        counts, (cons, escalations) = view
         for key, button in self.queue_buttons.items():
             button.setText(f"{button.property('label')}  {counts[key]}")
         self.cons_label.setText(f"CONS: {cons:,} question{'s' * (cons != 1)} · "
                                 f"{escalations:,} open escalation{'s' * (escalations != 1)} to a human")
-        self._show_findings()
         self._content.show()
         self._update_server_box()
+
+    def _on_opened(self, store) -> None:
+        super()._on_opened(store)
+        self._show_findings()
+
+    def _on_changed(self, changes) -> None:
+        super()._on_changed(changes)
+        if self._reading is not None and changes.touches("findings", "finding_votes"):
+            self.findings.refresh()  # the rows loaded so far, re-read in place
+            if self._selected is not None:
+                self._show_history(self._selected)
 
     def show_queue(self, queue: str) -> None:
         """Show ``all`` findings or one queue: ``challenged``, ``pending`` or ``confirmed``."""
         self.queue = queue
         self.queue_buttons[queue].setChecked(True)
-        if self.store is not None:
+        if self._reading is not None:
             self._show_findings()
 
     def visible_finding_ids(self) -> list[str]:
-        proxy = self.findings.proxy
-        return [proxy.index(r, 1).data() for r in range(proxy.rowCount())]
+        model = self.findings.model
+        return [model.row(r)["id"] for r in range(model.rowCount())]
 
     def select_finding(self, finding_id: str) -> bool:
-        proxy = self.findings.proxy
-        for r in range(proxy.rowCount()):
-            if proxy.index(r, 1).data() == finding_id:
+        model = self.findings.model
+        for r in range(model.rowCount()):
+            if model.row(r)["id"] == finding_id:
                 self.findings.view.selectRow(r)
                 return True
         return False
 
     def _show_findings(self) -> None:
-        rows = [_finding_row(s) for s in self._summaries if self.queue == "all" or s.status.value == self.queue]
-        keep = self._selected
-        self.findings.set_rows(rows)
-        self.findings.view.setColumnWidth(2, min(self.findings.view.columnWidth(2), 360))
-        if keep is None or not self.select_finding(keep):
-            self._selected = None
-            self._show_history(None)
+        reading = self._reading
+        self.findings.set_source(_FindingSource(reading, self.queue) if reading is not None else None,
+                                 cleanup=reading.close_connection if reading is not None else None)
 
     def _on_finding_selected(self, *_args: object) -> None:
         rows = self.findings.view.selectionModel().selectedRows()
         if not rows:
             return
-        self._selected = self.findings.proxy.index(rows[0].row(), 1).data()
+        self._selected = self.findings.model.row(rows[0].row())["id"]
         self._show_history(self._selected)
 
     def _show_history(self, finding_id: str | None) -> None:
-        store = self.store
-        if finding_id is None or store is None:
+        reading = self._reading
+        if finding_id is None or reading is None:
+            self._history.cancel()
             self.history_label.setText("Select a finding to see its votes.")
             self.history.set_rows([])
             return
-        try:
+
+        def read(_cancel):
             from workbench.core.project.findings import FindingsStore
 
-            history = FindingsStore(store).history(finding_id, limit=500)
-        except WorkbenchError as exc:
-            self.history_label.setText(html.escape(str(exc)))
-            self.history.set_rows([])
+            return FindingsStore(reading).history(finding_id, limit=500)
+
+        self._history.load(read, self._apply_history, on_failed=self._on_history_failed,
+                           cleanup=reading.close_connection)
+
+    def _on_history_failed(self, error) -> None:
+        self.history_label.setText(html.escape(f"Could not read the votes: {error.message}"))
+        self.history.set_rows([])
+
+    def _apply_history(self, history) -> None:
+        if history.finding.id != self._selected:
             return
         f = history.finding
         shown = (f"the latest {len(history.votes):,} of {history.votes_in_history:,}" if history.truncated
@@ -282,9 +293,9 @@ class FindingsPanel(Panel):
 
     def clear(self) -> None:
         self._content.hide()
-        self._summaries = []
         self._selected = None
-        self.findings.set_rows([])
+        self._history.cancel()
+        self.findings.set_source(None)
         self.history.set_rows([])
         self._update_server_box()
 
@@ -355,10 +366,32 @@ def _score(score: float | None) -> str:
     return "—" if score is None else f"{score:+.3f}"
 
 
-def _finding_row(s) -> dict:  # s: a FindingSummary
-    return {"status": s.status.value, "status_label": status_label(s.status.value), "id": s.id,
-            "claim": s.claim, "score": _score(s.consensus_score), "k": s.k, "votes_total": s.votes_total,
-            "last_vote": _time(s.last_vote_at)}
+class _FindingSource:
+    """The findings of one queue, a window at a time (runs on the list's read worker)."""
+
+    SORT_KEYS = {"status_label": "status", "id": "id", "claim": "claim", "score": "score", "k": "k",
+                 "votes_total": "votes_total", "last_vote": "last_vote"}
+
+    def __init__(self, store, queue: str):
+        self.store, self.queue = store, queue
+
+    def count(self, query) -> int:
+        from workbench.core.project import finding_list
+
+        return finding_list.count(self.store, status=self.queue, text=query.filter_text)
+
+    def fetch(self, query, offset: int, limit: int) -> list[dict]:
+        from workbench.core.project import finding_list
+
+        rows = finding_list.window(self.store, offset=offset, limit=limit, status=self.queue,
+                                   text=query.filter_text, sort=self.SORT_KEYS.get(query.sort_key, "created"),
+                                   descending=query.descending)
+        return [_finding_row(r) for r in rows]
+
+
+def _finding_row(f) -> dict:  # f: a FindingRow
+    return {"status": f.status, "status_label": status_label(f.status), "id": f.id, "claim": f.claim,
+            "score": _score(f.score), "k": f.k, "votes_total": f.votes_valid, "last_vote": _time(f.last_vote_at)}
 
 
 def _vote_label(vote_type: str | None, status: str) -> str:

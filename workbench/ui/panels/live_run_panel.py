@@ -8,6 +8,7 @@ model reports a change; the run's thread writes there, and the model's poll noti
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from PySide6.QtCore import QItemSelectionModel, Qt
@@ -17,6 +18,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QProgressBar, QPus
 from workbench.core.protocols.shared.steps import AgentCall
 from workbench.services.runs.manual_agents import QtManualAgents
 from workbench.services.project_model import ProjectModel
+from workbench.services.reads import Reader
 from workbench.services.runs.service import RunService
 from workbench.ui.panels.base import Panel
 from workbench.ui.widgets.manual_prompt import ACCENT, ManualPromptBox, escape_html
@@ -36,30 +38,6 @@ GREY = "#8a8a8a"  # invalid or failed: shown, never hidden
 SIM_BADGE = "#6b4fbb"
 SIM_NOTE = "SIM: simulated panel, no model was called"
 
-RUNS_SQL = """
-SELECT r.id, r.protocol, r.label, r.status, r.simulated, r.started_at, r.error,
-       count(c.id) AS calls,
-       coalesce(sum(c.status NOT IN ('ok', 'invalid')), 0) AS failed,
-       coalesce(sum(c.status = 'invalid'), 0) AS invalid
-FROM runs r LEFT JOIN llm_calls c ON c.run_id = r.id
-GROUP BY r.id ORDER BY r.started_at DESC, r.id DESC LIMIT 2000
-"""
-CALLS_SQL = """
-SELECT c.id, c.step_key, c.agent_id, c.purpose, c.status, c.latency_ms, c.attempts, c.simulated,
-       r.idx AS round_idx, r.kind AS round_kind,
-       CASE WHEN c.status != 'ok' THEN coalesce(c.error,  -- looked up for the few grey rows only
-           (SELECT group_concat(v.reason, '; ') FROM votes v
-            WHERE v.run_id = c.run_id AND v.call_id = c.id AND v.status != 'valid'),
-           (SELECT b.invalid_reason FROM cons_ballots b WHERE b.call_id = c.id AND b.status != 'valid'),
-           (SELECT f.invalid_reason FROM finding_votes f
-            WHERE f.run_id = c.run_id AND f.call_id = c.id AND f.status != 'valid'),
-           (SELECT t.failure_reason FROM traces t WHERE t.run_id = c.run_id AND t.call_id = c.id AND t.ok = 0),
-           'the reply could not be read') END AS reason
-FROM llm_calls c LEFT JOIN rounds r ON r.id = c.round_id
-WHERE c.run_id = ? ORDER BY c.id
-"""
-
-
 class LiveRunPanel(Panel):
     TITLE = "Live Run"
     OBJECT_NAME = "liveRunPanel"
@@ -75,6 +53,8 @@ class LiveRunPanel(Panel):
         self._run_rows: list[dict] = []
         self._call_rows: list[dict] = []
         self._configs: list[tuple[int, str]] = []
+        self._counts: dict = {}  # run id -> CallCounts, re-read only for the runs that changed
+        self._asking = Reader(model.reads, self, name="read ballots")
         self._build()
 
     # ----- construction ----------------------------------------------------------------------
@@ -163,27 +143,51 @@ class LiveRunPanel(Panel):
             manual.withdrawn.connect(self.prompt_box.remove)
 
     # ----- reading the project ---------------------------------------------------------------
-    def refresh(self) -> None:
-        store = self.store
-        assert store is not None
-        configs = [(c["id"], f"{c['name']} ({c['protocol'].upper()})")
-                   for c in store.rows("protocol_configs", order_by="name, id")]
+    def load(self, store, changes, cancel) -> _LiveView:
+        """Runs with their call counts, the saved configurations, and the shown run's calls.
+        A run that has ended has its counts in its summary; the others are counted, and only
+        when a change touched them (or on a full read)."""
+        from workbench.core.project import calls, panel, runs
+
+        listed = runs.run_list(store)
+        going = [r.id for r in listed if r.calls is None]
+        known = dict(self._counts)
+        if changes is None or (changes.touches("llm_calls") and not changes.runs):
+            stale = going
+        else:
+            stale = [i for i in going if i in changes.runs or i not in known]
+        fresh = calls.counts_by_run(store, stale) if stale else {}
+        counts = {i: fresh.get(i) or (known.get(i) if i not in stale else None) or calls.CallCounts()
+                  for i in going}
+        rows = [_run_row(r, counts.get(r.id)) for r in listed]
+        shown = self._shown_run
+        log = [_call_row(c) for c in calls.run_log(store, shown)] if any(r.id == shown for r in listed) else []
+        return _LiveView(panel.saved_configs(store), rows, counts, shown, log)
+
+    def apply(self, view: _LiveView) -> None:
+        self._counts = view.counts
+        configs = [(c.id, f"{c.name} ({c.protocol.upper()})") for c in view.configs]
         if configs != self._configs:
             self._fill_configs(configs)
-        rows = [_run_row(r) for r in store.query(RUNS_SQL)]
+        rows = view.runs
         if rows != self._run_rows:
             self._run_rows = rows
             keep = self._shown_run
             self.runs_table.set_rows(rows)
             if keep:
                 self.select_run(keep)
-        self._load_calls()
+        if view.shown_run == self._shown_run:
+            self._show_calls(view.calls)
+        else:
+            self.request()  # the selection moved while this was read
         self.content.show()
         self._update_buttons()
 
     def clear(self) -> None:
         self.content.hide()
         self._configs, self._run_rows, self._call_rows, self._shown_run = [], [], [], None
+        self._counts = {}
+        self._asking.cancel()
         self.config_combo.clear()
         self.runs_table.set_rows([])
         self.calls_table.set_rows([])
@@ -202,10 +206,10 @@ class LiveRunPanel(Panel):
         self.config_combo.setCurrentIndex(max(index, 0))
         self.config_combo.blockSignals(False)
 
-    def _load_calls(self) -> None:
-        store, run_id = self.store, self._shown_run
+    def _show_calls(self, logged: list) -> None:
+        run_id = self._shown_run
         run = next((r for r in self._run_rows if r["id"] == run_id), None)
-        rows = [_call_row(c) for c in store.query(CALLS_SQL, (run_id,))] if store is not None and run else []
+        rows = logged if run else []
         if rows != self._call_rows:
             self._call_rows = rows
             self.calls_table.set_rows(rows)
@@ -244,7 +248,8 @@ class LiveRunPanel(Panel):
         run = self.selected_run()
         if run is not None and run["id"] != self._shown_run:
             self._shown_run = run["id"]
-            self._load_calls()
+            self.calls_heading.setText(f"<b>{escape_html(run['id'])}</b> — reading its calls…")
+            self.request()
         self._update_buttons()
 
     # ----- commands --------------------------------------------------------------------------
@@ -286,8 +291,7 @@ class LiveRunPanel(Panel):
 
     def _on_run_started(self, run_id: str) -> None:
         self._shown_run = run_id
-        if self.store is not None:
-            self._refresh()
+        self.request()
         self.select_run(run_id)
 
     def _on_run_progressed(self, p) -> None:
@@ -305,37 +309,53 @@ class LiveRunPanel(Panel):
         if status == "interrupted":
             text += " — select it and Resume to finish"
         self.progress_label.setText(text)
-        if self.store is not None:
-            self._refresh()
-
-    def _ballots_html(self, run_id: str | None) -> str:
-        """What the conductor decides on: the last round's ballots of the run (CONS)."""
-        rows = self.store.query(
-            "SELECT b.agent_id, b.option, b.vote, b.confidence, b.rationale, b.status, b.invalid_reason "
-            "FROM cons_ballots b JOIN cons_questions q ON q.id = b.question_id WHERE q.run_id = ? AND "
-            "b.challenge_round = (SELECT max(challenge_round) FROM cons_ballots WHERE question_id = q.id) "
-            "ORDER BY b.agent_id", (run_id,))
-        if not rows:
-            return ""
-        items = []
-        for b in rows:
-            if b["status"] != "valid":
-                items.append(f"<li style='color:{GREY}'><b>{escape_html(b['agent_id'])}</b>: invalid ballot "
-                             f"({escape_html(b['invalid_reason'] or '')})</li>")
-            else:
-                items.append(f"<li><b>{escape_html(b['agent_id'])}</b>: {escape_html(b['vote'] or '')} “{escape_html(b['option'] or '')}” "
-                             f"({b['confidence']}) — {escape_html(b['rationale'] or '')}</li>")
-        return f"<p style='margin:8px 0 2px 0; color:{ACCENT}'><b>The ballots</b></p><ul style='margin:0'>" \
-               + "".join(items) + "</ul>"
+        self.request()
 
     def _on_asked(self, call: AgentCall) -> None:
         run = self.service.run_id if self.service is not None else None
-        context = self._ballots_html(run) if call.purpose == "hitl_decision" and self.store is not None else ""
+        reading = self._reading
+        if call.purpose == "hitl_decision" and reading is not None and run is not None:
+            # What the conductor decides on is read first (off this thread), then the prompt shows.
+            def read(_cancel):
+                from workbench.core.project.ballots import last_round_ballots
+
+                return last_round_ballots(reading, run)
+
+            self._asking.load(read, lambda ballots: self._ask(call, run, _ballots_html(ballots)),
+                              on_failed=lambda _e: self._ask(call, run, ""), cleanup=reading.close_connection)
+        else:
+            self._ask(call, run, "")
+
+    def _ask(self, call: AgentCall, run: str | None, context: str) -> None:
         self.prompt_box.add(call, run, context)
-        if self.store is not None:
-            self._refresh()  # the log shows every call before this one while the person reads
+        self.request()  # the log shows every call before this one while the person reads
         if self.service is not None and self.service.last_progress is not None:
             self._on_run_progressed(self.service.last_progress)
+
+
+@dataclass(frozen=True)
+class _LiveView:
+    configs: list  # SavedConfig
+    runs: list  # table rows (dicts), newest first
+    counts: dict  # run id -> CallCounts, for the runs still going
+    shown_run: str | None
+    calls: list  # table rows (dicts) of the shown run's calls
+
+
+def _ballots_html(ballots: list) -> str:
+    """What the conductor decides on: the last round's ballots of the run (CONS)."""
+    if not ballots:
+        return ""
+    items = []
+    for b in ballots:
+        if b.status != "valid":
+            items.append(f"<li style='color:{GREY}'><b>{escape_html(b.agent_id)}</b>: invalid ballot "
+                         f"({escape_html(b.invalid_reason or '')})</li>")
+        else:
+            items.append(f"<li><b>{escape_html(b.agent_id)}</b>: {escape_html(b.vote or '')} "
+                         f"“{escape_html(b.option or '')}” ({b.confidence}) — {escape_html(b.rationale or '')}</li>")
+    return f"<p style='margin:8px 0 2px 0; color:{ACCENT}'><b>The ballots</b></p><ul style='margin:0'>" \
+           + "".join(items) + "</ul>"
 
 
 # ----- rows and their look ---------------------------------------------------------------------
@@ -356,17 +376,22 @@ def _local_time(stamp: str | None) -> str:
         return stamp
 
 
-def _run_row(r: dict) -> dict:
-    glyph = RUN_STATUS.get(r["status"], ("?", ""))[0]
-    return {**r, "status_text": f"{glyph} {r['status']}", "sim": "SIM" if r["simulated"] else "",
-            "started": _local_time(r["started_at"])}
+def _run_row(r, counts) -> dict:  # r: a RunListRow; counts: CallCounts while it is going
+    glyph = RUN_STATUS.get(r.status, ("?", ""))[0]
+    calls, failed, invalid = (r.calls, r.failed, r.invalid) if counts is None else \
+        (counts.calls, counts.failed, counts.invalid)
+    return {"id": r.id, "protocol": r.protocol, "label": r.label, "status": r.status, "simulated": r.simulated,
+            "started_at": r.started_at, "error": r.error, "calls": calls or 0, "failed": failed or 0,
+            "invalid": invalid or 0, "status_text": f"{glyph} {r.status}", "sim": "SIM" if r.simulated else "",
+            "started": _local_time(r.started_at)}
 
 
-def _call_row(c: dict) -> dict:
-    rnd = c["round_kind"] or (f"batch {c['round_idx']}" if c["round_idx"] is not None else "")
-    latency = round(c["latency_ms"]) if c["latency_ms"] is not None else None
-    return {**c, "round": rnd, "latency": latency,
-            "status_text": f"{CALL_STATUS.get(c['status'], '?')} {c['status']}", "reason": c["reason"] or ""}
+def _call_row(c) -> dict:
+    rnd = c.round_kind or (f"batch {c.round_idx}" if c.round_idx is not None else "")
+    latency = round(c.latency_ms) if c.latency_ms is not None else None
+    return {"id": c.id, "step_key": c.step_key, "agent_id": c.agent_id, "purpose": c.purpose, "status": c.status,
+            "attempts": c.attempts, "simulated": c.simulated, "round": rnd, "latency": latency,
+            "status_text": f"{CALL_STATUS.get(c.status, '?')} {c.status}", "reason": c.reason or ""}
 
 
 def _decorate_run(row: dict, key: str, role: int):

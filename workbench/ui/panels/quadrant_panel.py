@@ -1,5 +1,6 @@
 """Quadrant: the 2×2 resonance quadrant of the Resonant Consensus Protocol."""
 
+from workbench.core.project import overview
 from workbench.ui.panels.base import SummaryPanel
 
 
@@ -7,7 +8,5 @@ class QuadrantPanel(SummaryPanel):
     TITLE = "Quadrant"
     OBJECT_NAME = "quadrantPanel"
     SUMMARY = "The 2×2 quadrant: each artifact placed by its reference- and opposing-cluster approval."
-    TABLES = ("artifacts", "votes", "clusters")
-    COUNTS = (("resonant-consensus runs", "runs", "protocol = 'rcp'"),
-              ("artifacts", "artifacts", None),
-              ("clusters", "clusters", None))
+    TOPIC = "quadrant"
+    TABLES = overview.tables(TOPIC)

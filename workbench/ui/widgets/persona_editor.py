@@ -292,7 +292,9 @@ class PersonaEditor(QWidget):
             return
 
         def job(store: Store) -> Changes:
-            return store.update("agents", agent_id, {"params_json": params})
+            from workbench.core.project.panel import set_agent_params
+
+            return set_agent_params(store, agent_id, params)
 
         def done(_changes: Changes) -> None:
             if self.agent_id == agent_id:

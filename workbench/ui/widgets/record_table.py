@@ -23,10 +23,21 @@ class RecordModel(QAbstractTableModel):
         self._rows: list[dict] = []
         self.decorate: Callable[[dict, str, int], object] | None = None  # optional role hook
 
-    def set_rows(self, rows: list[dict]) -> None:
+    def set_rows(self, rows: list[dict]) -> bool:
+        """Show ``rows``. Returns whether the model was reset: a list of the same length is
+        updated in place (only the rows that differ are repainted), so a live refresh keeps the
+        selection and scroll position and costs nothing where nothing changed."""
+        rows = list(rows)
+        if rows and len(rows) == len(self._rows):
+            changed = [i for i, (old, new) in enumerate(zip(self._rows, rows)) if old != new]
+            self._rows = rows
+            if changed:
+                self.dataChanged.emit(self.index(changed[0], 0), self.index(changed[-1], len(self._columns) - 1))
+            return False
         self.beginResetModel()
-        self._rows = list(rows)
+        self._rows = rows
         self.endResetModel()
+        return True
 
     def row(self, index: int) -> dict:
         return self._rows[index]
@@ -81,6 +92,8 @@ class RecordTable(QWidget):
         self.view.verticalHeader().hide()
         self.view.verticalHeader().setDefaultSectionSize(self.view.fontMetrics().height() + 8)
         self.view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        # Fit columns to the first rows only: measuring thousands of rows would stall the window.
+        self.view.horizontalHeader().setResizeContentsPrecision(100)
         self.view.horizontalHeader().setStretchLastSection(True)
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
         copy = QAction("Copy as text", self.view)
@@ -95,8 +108,8 @@ class RecordTable(QWidget):
         layout.addWidget(self.view)
 
     def set_rows(self, rows: list[dict]) -> None:
-        self.model.set_rows(rows)
-        self.view.resizeColumnsToContents()
+        if self.model.set_rows(rows):
+            self.view.resizeColumnsToContents()
 
     def visible_rows(self) -> int:
         return self.proxy.rowCount()

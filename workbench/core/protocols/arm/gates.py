@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from workbench.core.errors import InputError
+from workbench.core.protocols.arm.config import SILENT_DRAWS
 from workbench.core.protocols.arm.js import is_js_number, js_to_fixed
 from workbench.core.protocols.arm.metrics import (
     DRIFT_UP_THRESHOLD,
@@ -234,8 +235,8 @@ def rotate_silent_baseline(run_index: int, providers: Sequence[str], draw: str =
     the configured providers (duplicates counted once, first-seen order); the draw stays fixed."""
     if isinstance(run_index, bool) or not isinstance(run_index, int) or run_index < 0:
         raise InputError("run_index", f"must be a whole number >= 0, got {run_index!r}")
-    if draw not in ("gamma", "alpha", "beta"):
-        raise InputError("silent_draw", f"must be gamma, alpha or beta, got {draw!r}")
+    if draw not in SILENT_DRAWS:
+        raise InputError("silent_draw", f"must be {', '.join(SILENT_DRAWS)}, got {draw!r}")
     unique = list(dict.fromkeys(p for p in providers if isinstance(p, str) and p))
     if not unique:
         raise InputError("providers", "at least one provider is needed to rotate the silent baseline")

@@ -205,7 +205,7 @@ def gamma_drift_exceeded(gamma_r2: Trace | None, threshold: float = DRIFT_UP_THR
 
 def self_check_divergence(r1_traces: Iterable[Trace | None]) -> bool:
     """Among parsed R1 alpha/beta/gamma: at least one warning-like status and one ``clean``."""
-    statuses = [t.status for t in r1_traces if isinstance(t, Trace) and t.ok]
+    statuses = [t.status for t in r1_traces if isinstance(t, Trace) and t.ok and isinstance(t.status, str)]
     return any(s in WARN_STATUSES for s in statuses) and any(s == "clean" for s in statuses)
 
 

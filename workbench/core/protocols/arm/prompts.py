@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from workbench.core.protocols.arm.config import FRAMES  # noqa: F401 - the frames these prompts describe
 from workbench.core.protocols.arm.trace import Trace
 
-FRAMES = ("deontological", "consequentialist", "independent")
 
 _FRAME_TEXT = {
     "deontological": ("Reason as a deontologist: some acts are right or wrong in themselves, whatever "

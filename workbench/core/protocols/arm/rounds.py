@@ -27,8 +27,9 @@ import copy
 from collections.abc import Generator
 from dataclasses import dataclass, field
 
+import workbench.core.protocols.arm.prompts as P
 from workbench.core.errors import InputError
-from workbench.core.protocols.arm import prompts as P
+from workbench.core.protocols.arm.config import ARM_DISPATCH, DEFAULTS, ROLES, ArmOptions
 from workbench.core.protocols.arm.gates import (
     fap_abort_placeholder,
     fap_drift_agents,
@@ -37,7 +38,6 @@ from workbench.core.protocols.arm.gates import (
     silent_baseline_failed,
 )
 from workbench.core.protocols.arm.metrics import (
-    DRIFT_UP_THRESHOLD,
     delta_mismatch,
     directional_unanimity,
     disagreement_second_opinion,
@@ -50,51 +50,44 @@ from workbench.core.protocols.arm.metrics import (
     usable_claims,
 )
 from workbench.core.protocols.arm.replies import parse_reply
-from workbench.core.protocols.arm.trace import SCHEMA_V13, SCHEMA_VERSIONS, ArmRun, RunMeta, Trace
+from workbench.core.protocols.arm.trace import SCHEMA_V13, ArmRun, RunMeta, Trace
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
-
-DISPATCH_MODES = ("sequential", "concurrent")
-GAMMA_CONTEXTS = ("arm", "arm+r1")
-DEFAULT_BUDGETS = {"r1": 5000, "r2": 6500, "gamma_r2": 8000}  # ARM v0.9 token budgets
+from workbench.core.protocols.shared.validation import validate
 
 ArmSteps = Generator[Batch | Note, dict[str, AgentReply] | None, ArmRun]
+_OPTIONS = ("frames", "role_injection", "silent_draw", "silent_provider", "dispatch", "gamma_context",
+            "fap_threshold", "fap_requeue", "fap_max_attempts", "schema_version", "budgets")
 
 
 @dataclass(frozen=True)
 class ArmRunConfig:
+    """One ARM run. Every default comes from :class:`~.config.ArmOptions`, which also validates
+    the options (an :class:`InputError` names the field); ``frames`` and ``budgets`` may be given in
+    part, the rest taking their defaults."""
+
     question: str
     providers: dict[str, str]  # alpha, beta, gamma -> provider name
-    frames: dict[str, str] = field(default_factory=lambda: {"alpha": "deontological", "beta": "consequentialist"})
-    role_injection: bool = True  # off: both frames become "independent"
-    silent_draw: str = "gamma"  # whose prompt the silent baseline answers
-    silent_provider: str | None = None  # default: the provider of the silent draw (see rotate_silent_baseline)
-    dispatch: str = "sequential"
-    gamma_context: str = "arm+r1"  # the seed and our issue: gamma sees all round-1 traces
-    fap_threshold: float = DRIFT_UP_THRESHOLD
-    fap_requeue: bool = True
-    fap_max_attempts: int = 2
-    schema_version: str = SCHEMA_V13
-    budgets: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_BUDGETS))
+    frames: dict[str, str] = field(default_factory=lambda: DEFAULTS.frames.model_dump())
+    role_injection: bool = DEFAULTS.role_injection
+    silent_draw: str = DEFAULTS.silent_draw
+    silent_provider: str | None = DEFAULTS.silent_provider  # see rotate_silent_baseline
+    dispatch: str = ARM_DISPATCH
+    gamma_context: str = DEFAULTS.gamma_context  # the seed and our issue: gamma sees all round-1 traces
+    fap_threshold: float = DEFAULTS.fap_threshold
+    fap_requeue: bool = DEFAULTS.fap_requeue
+    fap_max_attempts: int = DEFAULTS.fap_max_attempts
+    schema_version: str = DEFAULTS.schema_version
+    budgets: dict[str, int] = field(default_factory=lambda: DEFAULTS.budgets.model_dump())
 
     def __post_init__(self) -> None:
         if not isinstance(self.question, str) or not self.question.strip():
             raise InputError("question", "required")
-        for role in ("alpha", "beta", "gamma"):
+        for role in ROLES:
             if not isinstance(self.providers.get(role), str) or not self.providers[role]:
                 raise InputError(f"providers.{role}", "required: the provider that answers as this agent")
-        for role in ("alpha", "beta"):
-            if self.frames.get(role) not in P.FRAMES:
-                raise InputError(f"frames.{role}", f"must be one of {', '.join(P.FRAMES)}")
-        checks = [("silent_draw", self.silent_draw, ("gamma", "alpha", "beta")),
-                  ("dispatch", self.dispatch, DISPATCH_MODES),
-                  ("gamma_context", self.gamma_context, GAMMA_CONTEXTS),
-                  ("schema_version", self.schema_version, SCHEMA_VERSIONS)]
-        for name, value, allowed in checks:
-            if value not in allowed:
-                raise InputError(name, f"must be one of {', '.join(allowed)}, got {value!r}")
-        if isinstance(self.fap_max_attempts, bool) or not isinstance(self.fap_max_attempts, int) \
-                or self.fap_max_attempts < 1:
-            raise InputError("fap_max_attempts", "must be a whole number >= 1")
+        options = validate(ArmOptions, {name: getattr(self, name) for name in _OPTIONS})
+        object.__setattr__(self, "frames", options.frames.model_dump())  # completed with the defaults
+        object.__setattr__(self, "budgets", options.budgets.model_dump())
 
     @property
     def effective_frames(self) -> dict[str, str]:

@@ -15,6 +15,16 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 from pydantic.alias_generators import to_camel
 
 from workbench.core.errors import InputError, from_pydantic
+from workbench.core.protocols.cons.config import (
+    DEFAULT_CONSENSUS_THRESHOLD,
+    DEFAULT_COUNT_THRESHOLD,
+    DEFAULT_MAX_CHALLENGE_ROUNDS,
+    DEFAULT_MIN_VOTERS,
+    MinVoters,
+    Rounds,
+    Threshold,
+)
+from workbench.core.protocols.shared.validation import plain_message
 
 Vote = Literal["accept", "reject", "abstain"]
 Verdict = Literal["PROVEN", "REFUTED", "CONTESTED", "INSUFFICIENT_EVIDENCE"]
@@ -59,22 +69,13 @@ def _text(value: object, rule: str = "") -> str:
     return value.strip()
 
 
-def _unit(value: object, rule: str = "", *, open_low: bool = False) -> float:
-    """A finite number in [0, 1] (or (0, 1] with ``open_low``); booleans and strings refused."""
+def _unit(value: object, rule: str = "") -> float:
+    """A confidence: a finite number in [0, 1]; booleans and strings refused, naming the CONS rule."""
     tag = f" ({rule})" if rule else ""
-    span = "(0, 1]" if open_low else "[0, 1]"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"must be a number in {span}{tag}, got {_show(value)}")
-    f = float(value)
-    if math.isnan(f) or f < 0.0 or f > 1.0 or (open_low and f == 0.0):
-        raise ValueError(f"must be a number in {span}{tag}, got {_show(value)}")
-    return f
-
-
-def _whole(value: object, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"must be a whole number >= {low}, got {_show(value)}")
-    return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) \
+            or not 0.0 <= value <= 1.0:
+        raise ValueError(f"must be a number in [0, 1]{tag}, got {_show(value)}")
+    return float(value)
 
 
 def norm_evidence_type(value: str) -> str:
@@ -202,11 +203,11 @@ class ConsQuestion(_Model):
     question: str
     options: tuple[str, ...] | None = None  # None: derived from the votes, first seen first
     single_claim: bool | None = None  # None: true exactly when there is one option
-    consensus_threshold: float = 0.8
-    count_threshold: float = 0.8
-    min_voters: int = 3
-    challenge_rounds: int = 0
-    max_challenge_rounds: int = 2
+    consensus_threshold: Threshold = DEFAULT_CONSENSUS_THRESHOLD
+    count_threshold: Threshold = DEFAULT_COUNT_THRESHOLD
+    min_voters: MinVoters = DEFAULT_MIN_VOTERS
+    challenge_rounds: Rounds = 0
+    max_challenge_rounds: Rounds = DEFAULT_MAX_CHALLENGE_ROUNDS
     votes: tuple[Ballot, ...]
     conflicts: tuple[SuppliedConflict, ...] = ()
 
@@ -230,21 +231,6 @@ class ConsQuestion(_Model):
         if v is not None and not isinstance(v, bool):
             raise ValueError(f"must be true, false or null, got {_show(v)}")
         return v
-
-    @field_validator("consensus_threshold", "count_threshold", mode="before")
-    @classmethod
-    def _thr(cls, v: object) -> float:
-        return _unit(v, open_low=True)
-
-    @field_validator("min_voters", mode="before")
-    @classmethod
-    def _mv(cls, v: object) -> int:
-        return _whole(v, 1)
-
-    @field_validator("challenge_rounds", "max_challenge_rounds", mode="before")
-    @classmethod
-    def _rounds(cls, v: object) -> int:
-        return _whole(v, 0)
 
     @field_validator("votes", "conflicts", mode="before")
     @classmethod
@@ -306,7 +292,7 @@ def to_input_error(exc: ValidationError) -> InputError:
         return InputError(base.field, "unknown key (check its spelling)")
     if first.get("type") in ("model_type", "model_attributes_type", "dict_type"):
         return InputError(base.field, f"must be a JSON object, got {_show(first.get('input'))}")
-    return base
+    return InputError(base.field, plain_message(first))
 
 
 def parse_question(payload: object) -> ConsQuestion:

@@ -7,11 +7,10 @@ import datetime as _dt
 import json
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from workbench.core.protocols.cons.tally import ConsOutcome
-    from workbench.core.protocols.cons.models import Ballot, Evidence
+from workbench.core.protocols.cons.models import Ballot, Evidence
+from workbench.core.protocols.cons.outcome import ConsOutcome
 
 AGENT_TYPE = "analysis"  # CONS-007
 

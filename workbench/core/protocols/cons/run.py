@@ -12,8 +12,15 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from workbench.core.protocols.cons.tally import ConsOutcome, apply_challenge_round, open_state
+from workbench.core.protocols.cons.config import (
+    DEFAULT_CONSENSUS_THRESHOLD,
+    DEFAULT_COUNT_THRESHOLD,
+    DEFAULT_MAX_CHALLENGE_ROUNDS,
+    DEFAULT_MIN_VOTERS,
+)
 from workbench.core.protocols.cons.models import Ballot
+from workbench.core.protocols.cons.outcome import ConsOutcome
+from workbench.core.protocols.cons.tally import apply_challenge_round, open_state
 from workbench.core.protocols.shared.replies import json_object
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 
@@ -38,9 +45,10 @@ class ConsRunConfig:
     question: str
     options: tuple[str, ...]
     agents: tuple[ConsAgent, ...]
-    consensus_threshold: float = 0.8
-    min_voters: int = 3
-    max_challenge_rounds: int = 2
+    consensus_threshold: float = DEFAULT_CONSENSUS_THRESHOLD
+    count_threshold: float = DEFAULT_COUNT_THRESHOLD
+    min_voters: int = DEFAULT_MIN_VOTERS
+    max_challenge_rounds: int = DEFAULT_MAX_CHALLENGE_ROUNDS
     ask_human: bool = True  # wait for the conductor where an escalation requires a human
 
 
@@ -117,7 +125,8 @@ def run_cons(cfg: ConsRunConfig) -> Generator[Batch | Note, dict[str, AgentReply
     rounds = [opening]
     state = open_state({
         "questionId": cfg.question_id, "question": cfg.question, "options": list(cfg.options),
-        "consensusThreshold": cfg.consensus_threshold, "minVoters": cfg.min_voters,
+        "consensusThreshold": cfg.consensus_threshold, "countThreshold": cfg.count_threshold,
+        "minVoters": cfg.min_voters,
         "challengeRounds": 0, "maxChallengeRounds": cfg.max_challenge_rounds,
         "votes": [p.ballot for p in opening.values() if p.ballot],
     })

@@ -1,17 +1,15 @@
 """The CONS consensus protocol engine (SPEC §3; seed: consensus-protocol-cons.md). Pure, no I/O.
 
-Public API::
-
-    parse_question(payload) -> ConsQuestion          validate CONS-001..003 (InputError)
     tally(question) -> Tally                         leading option, A, B, actualConsensus
+    decide(question, tally)                          the verdict steps in order
     evaluate(question) -> ConsOutcome                verdict, nextAction, conflicts, escalations
     open_state(question) -> ConsState                start a protocol run (round 0)
     apply_challenge_round(state, ballots) -> ConsState   next round; later ballots supersede
     run_rounds(question, rounds) -> Iterator[(ConsState, ConsOutcome)]   one step per round
     classify_payload(payload) -> dict                the ``rwb classify cons`` contract
-    voting_structure / outcome_json / render_markdown / manifest_entry   (cons_report)
 
-Every rule choice is documented in docs/protocols.md (CONS section).
+The package (``workbench.core.protocols.cons``) is the public API, with the models, the report
+and the run. Every rule choice is documented in docs/protocols.md (CONS section).
 """
 
 from __future__ import annotations
@@ -23,74 +21,11 @@ from pydantic import ValidationError
 
 from workbench.core.errors import InputError
 from workbench.core.protocols.cons.conflicts import (
-    Conflict, Escalation, build_escalations, conflict_id, detect_conflicts, mark_escalated,
-    near_duplicates, suspicious_unanimity)
+    Escalation, build_escalations, detect_conflicts, mark_escalated, suspicious_unanimity)
 from workbench.core.protocols.cons.models import (
-    TOL, Ballot, ConsQuestion, Evidence, NextAction, Verdict, _Model, parse_ballots,
-    parse_question, to_input_error)
-from workbench.core.protocols.cons.report import (
-    manifest_entry, outcome_json, render_markdown, report_status, voting_structure)
-
-__all__ = [
-    "Ballot", "Evidence", "ConsQuestion", "Conflict", "Escalation", "OptionTally", "Opposition",
-    "Tally", "ConsOutcome", "ConsState", "parse_question", "parse_ballots", "tally", "decide",
-    "evaluate", "open_state", "apply_challenge_round", "run_rounds", "classify_payload",
-    "voting_structure", "outcome_json", "render_markdown", "manifest_entry", "report_status",
-    "conflict_id", "near_duplicates",
-]
-
-
-class OptionTally(_Model):
-    option: str
-    accept_count: int
-    accept_weight: float
-    reject_count: int
-    reject_weight: float
-    abstain_count: int
-    evidenced_accepts: int
-    evidenced_rejects: int
-
-
-class Opposition(_Model):
-    """One agent's contribution to B: its weight and where the weight came from."""
-
-    agent_id: str
-    weight: float
-    basis: str  # "reject <leading>", "accept <other option>", or "none"
-
-
-class Tally(_Model):
-    options: tuple[str, ...]
-    agents: tuple[str, ...]  # every agent, first seen first
-    voters: tuple[str, ...]  # agents with at least one accept or reject
-    leading_option: str | None
-    accept_count: int  # voters accepting the leading option
-    accept_share: float | None  # accept_count / len(voters)
-    accept_weight: float  # A
-    oppose_weight: float  # B
-    actual_consensus: float | None  # A / (A + B); None when A + B = 0
-    per_option: tuple[OptionTally, ...]
-    opposition: tuple[Opposition, ...]
-
-
-class ConsOutcome(_Model):
-    question: ConsQuestion
-    single_claim: bool
-    tally: Tally
-    verdict: Verdict | None
-    verdict_rule: int  # which SPEC §3 verdict step decided (1..5)
-    verdict_reason: str
-    next_action: NextAction
-    conflicts: tuple[Conflict, ...]
-    escalations: tuple[Escalation, ...]
-
-    @property
-    def leading_option(self) -> str | None:
-        return self.tally.leading_option
-
-    @property
-    def actual_consensus(self) -> float | None:
-        return self.tally.actual_consensus
+    TOL, Ballot, ConsQuestion, NextAction, Verdict, _Model, parse_ballots, parse_question, to_input_error)
+from workbench.core.protocols.cons.outcome import ConsOutcome, Opposition, OptionTally, Tally
+from workbench.core.protocols.cons.report import outcome_json
 
 
 def _reached(share: float | None, threshold: float) -> bool:

@@ -15,10 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from workbench.core.errors import InputError
+from workbench.core.protocols.echo.config import DEFAULT_INTERVAL, DEFAULT_PROJECT
 from workbench.core.protocols.echo.models import PATTERNS, SessionSeed
-
-DEFAULT_INTERVAL = 10
-DEFAULT_PROJECT = "Resonance Workbench"
 
 # Events a driver reports between two check points, and the reasons a check can be due.
 EVENTS: tuple[str, ...] = ("boot", "error", "context_limit", "compaction", "footer", "key_decision")

@@ -181,3 +181,19 @@ def generate_markers(count: int, issued: Collection[str] = (), *, rng: random.Ra
         taken.add(marker.hex)
         out.append(marker)
     return out
+
+
+class MarkerIssuer:
+    """Issues markers never issued before by this issuer (an in-memory stand-in for a project;
+    ``echo_records.issue_marker`` is the project-file version)."""
+
+    def __init__(self, rng: random.Random | None = None, issued: set[str] | None = None):
+        self.rng = rng or make_rng()
+        self.issued: set[str] = set(issued or ())
+        self.markers: list[Marker] = []
+
+    def __call__(self) -> Marker:
+        marker = generate_marker(self.issued, rng=self.rng)
+        self.issued.add(marker.hex)
+        self.markers.append(marker)
+        return marker

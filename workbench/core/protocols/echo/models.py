@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from workbench.core.protocols.echo.markers import Marker, parse_marker
 
 InjectionPattern = Literal["stateless", "stateful", "compaction_aware"]
-PATTERNS: tuple[str, ...] = ("stateless", "stateful", "compaction_aware")
+PATTERNS: tuple[str, ...] = get_args(InjectionPattern)
 RECENT_EXCHANGE = 3  # messages the session seed keeps
 
 # The seed's three agent types and the overflow behaviour each usually has.

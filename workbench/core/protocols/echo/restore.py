@@ -22,7 +22,8 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from workbench.core.protocols.echo.inject import DEFAULT_PROJECT, restoration_messages
+from workbench.core.protocols.echo.config import DEFAULT_PROJECT
+from workbench.core.protocols.echo.inject import restoration_messages
 from workbench.core.protocols.echo.markers import Marker, parse_marker
 from workbench.core.protocols.echo.models import SessionSeed, next_session_id, seed_key, utc_now
 from workbench.core.protocols.echo.quoting import DEFAULT_QUOTING, Quoting

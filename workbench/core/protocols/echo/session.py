@@ -18,26 +18,29 @@ once; if it escalates, the session stops.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from workbench.core.protocols.echo.footer import find_footer
+from workbench.core.protocols.echo.config import DEFAULT_INTERVAL, DEFAULT_PROJECT
 from workbench.core.protocols.echo.inject import (
-    DEFAULT_INTERVAL,
-    DEFAULT_PROJECT,
     check_messages,
     due_checks,
     turn_messages,
 )
-from workbench.core.protocols.echo.markers import Marker
+from workbench.core.protocols.echo.markers import Marker, MarkerIssuer
 from workbench.core.protocols.echo.models import InjectionPattern, SessionSeed, VerificationEntry, utc_now
 from workbench.core.protocols.echo.quoting import DEFAULT_QUOTING, Quoting
 from workbench.core.protocols.echo.restore import RestorationContext, RestorationOutcome, restore
 from workbench.core.protocols.echo.verify import verify_reply
-from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
+from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note, drive
+
+if TYPE_CHECKING:
+    from workbench.core.protocols.echo.context import SimulatedAgent
 
 CONTEXT_LIMIT = "context_limit"
 
@@ -273,3 +276,13 @@ def _verification_note(agent: str, run_id: str | None, hex_: str, entry: Verific
     return Note("echo.verification", f"{agent}: marker {hex_} {word} ({entry.trigger})",
                 data={"agent": agent, "marker_hex": hex_, "entry": entry.model_dump(), "result": result,
                       "run_id": run_id})
+
+
+def simulate(plan: EchoPlan, agent: SimulatedAgent, *, seed: int = 0,
+             now: Callable[[], str] | None = None) -> tuple[EchoSessionSummary, list[Note], MarkerIssuer]:
+    """A whole session against a simulated agent, with no project file: (summary, notes, issuer)."""
+    issuer = MarkerIssuer(random.Random(seed))
+    notes: list[Note] = []
+    kwargs = {"now": now} if now else {}
+    summary = drive(echo_session(plan, issuer(), new_marker=issuer, **kwargs), agent.answer, notes.append)
+    return summary, notes, issuer

@@ -37,18 +37,15 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from workbench.core.errors import InputError
+from workbench.core.protocols.echo.config import EchoOptions, check_patterns, parse_echo_options
 from workbench.core.protocols.echo.inject import (
-    DEFAULT_INTERVAL,
-    DEFAULT_PROJECT,
-    check_interval,
     check_messages,
     due_checks,
     pacemaker_messages,
     session_start_messages,
 )
 from workbench.core.protocols.echo.markers import Marker, generate_marker, make_rng
-from workbench.core.protocols.echo.models import PATTERNS, SessionSeed, VerificationEntry, utc_now
+from workbench.core.protocols.echo.models import SessionSeed, VerificationEntry, utc_now
 from workbench.core.protocols.echo.quoting import Quoting
 from workbench.core.protocols.echo.restore import RestorationContext, restore
 from workbench.core.protocols.echo.session import (  # the session's own note formats, so records match
@@ -60,10 +57,9 @@ from workbench.core.protocols.echo.session import (  # the session's own note fo
     watch_footer,
 )
 from workbench.core.protocols.echo.verify import verify_reply
-from workbench.core.protocols.rcp.run import fenced
+from workbench.core.protocols.shared.fencing import fenced
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 
-OPTIONS = ("patterns", "interval", "project", "check_token", "decisions")
 PATTERN_BY_OVERFLOW = {"silent_truncation": "stateless", "hard_rejection": "stateful",
                        "compaction": "compaction_aware"}
 CONTEXT_LIMIT = "context_limit"
@@ -75,50 +71,12 @@ _MARKER_TAIL = re.compile(r" — [0-9a-f]{6}(?![0-9A-Za-z_])")
 IssueMarker = Callable[[str], Marker]
 
 
-@dataclass(frozen=True)
-class EchoOptions:
-    """``cfg.echo``, validated. ``patterns`` maps agent ids, roles or ``"*"`` to a pattern."""
-
-    patterns: dict[str, str] = field(default_factory=dict)
-    interval: int = DEFAULT_INTERVAL
-    project: str = DEFAULT_PROJECT
-    check_token: bool = True
-    decisions: tuple[str, ...] = ()
-
-
 def echo_options(cfg: Any) -> EchoOptions:
-    """The run's Echo options; an InputError names the bad field (``echo.patterns.a9``)."""
-    raw = cfg.echo
-    if not isinstance(raw, dict):
-        raise InputError("echo", f"must be an object with some of {', '.join(OPTIONS)}")
-    unknown = sorted(set(raw) - set(OPTIONS))
-    if unknown:
-        raise InputError(f"echo.{unknown[0]}", f"unknown option; expected some of {', '.join(OPTIONS)}")
-    patterns = raw.get("patterns") or {}
-    if not isinstance(patterns, dict):
-        raise InputError("echo.patterns", 'must map agent ids (or "*" for the rest) to a pattern')
-    known = {a.id for a in cfg.agents} | {a.role for a in cfg.agents if a.role}
-    for name, pattern in patterns.items():
-        if name != "*" and name not in known:
-            raise InputError(f"echo.patterns.{name}",
-                             f"no such agent (agents: {', '.join(a.id for a in cfg.agents)})")
-        if pattern not in PATTERNS:
-            raise InputError(f"echo.patterns.{name}", f"must be one of {', '.join(PATTERNS)}, got {pattern!r}")
-    interval = raw.get("interval", DEFAULT_INTERVAL)
-    try:
-        check_interval(interval)
-    except InputError as exc:
-        raise InputError("echo.interval", exc.message) from None
-    project = raw.get("project", DEFAULT_PROJECT)
-    if not isinstance(project, str) or not project.strip():
-        raise InputError("echo.project", f"must be a non-empty name, got {project!r}")
-    check_token = raw.get("check_token", True)
-    if not isinstance(check_token, bool):
-        raise InputError("echo.check_token", f"must be true or false, got {check_token!r}")
-    decisions = raw.get("decisions", [])
-    if not isinstance(decisions, list) or not all(isinstance(d, str) and d.strip() for d in decisions):
-        raise InputError("echo.decisions", "must be a list of settled decisions (non-empty texts)")
-    return EchoOptions(dict(patterns), interval, project.strip(), check_token, tuple(decisions))
+    """The run's Echo options (``cfg.echo``), checked against its panel; an InputError names the
+    bad field (``echo.patterns.a9``). A parsed run configuration holds them validated already."""
+    options = parse_echo_options(cfg.echo)
+    check_patterns(options, [(a.id, a.role) for a in cfg.agents])
+    return options
 
 
 def pattern_for(cfg: Any, options: EchoOptions, agent: str) -> str | None:

@@ -29,8 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from workbench.core.errors import InputError, field_path
-
-DEFAULT_THRESHOLD = 0.6
+from workbench.core.protocols.findings.config import DEFAULT_THRESHOLD, THRESHOLD_RANGE
 #: Scores within this distance below the threshold still count as reaching it.
 TOLERANCE = 1e-9
 
@@ -76,7 +75,7 @@ def _check_confidence(value: object) -> float:
 
 
 def _check_threshold_value(value: object) -> float:
-    return _number(value, -1, 1)
+    return _number(value, *THRESHOLD_RANGE)
 
 
 def check_threshold(value: object, field: str = "threshold") -> float:

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from workbench.core.protocols.findings.book import DEFAULT_THRESHOLD, FindingResult, Vote, consensus
-from workbench.core.protocols.rcp.run import delimiter, fenced
+from workbench.core.protocols.findings.book import FindingResult, Vote, consensus
+from workbench.core.protocols.findings.config import DEFAULT_THRESHOLD
+from workbench.core.protocols.shared.fencing import delimiter, fenced
 from workbench.core.protocols.shared.replies import json_object
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 

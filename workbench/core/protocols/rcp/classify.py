@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workbench.core.protocols.rcp.config import (
+    DEFAULT_TAU,
+    DEFAULT_THETA,
     TIERS,
     TOL,
     Artifact,
@@ -90,8 +92,8 @@ def classify_arrays(
     cluster_of: Any,
     *,
     n_clusters: int | None = None,
-    thetas: float | Sequence[float] = 0.5,
-    tau: float = 0.6,
+    thetas: float | Sequence[float] = DEFAULT_THETA,
+    tau: float = DEFAULT_TAU,
     reference: int = 0,
     weights: Sequence[float] | None = None,
     author: Any = None,

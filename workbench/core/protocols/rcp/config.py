@@ -1,7 +1,10 @@
-"""Resonant Consensus Protocol: input models, validation and configuration warnings.
+"""Resonant Consensus Protocol: options and input models, validation and configuration warnings.
 
 SPEC §1 decides the rules; docs/protocols.md (RCP section) explains every decision in words.
-Pure functions, no I/O, no numpy: the classification maths lives in :mod:`.rcp`.
+Every RCP default is defined here once (:data:`DEFAULT_THETA`, :data:`DEFAULT_TAU` and the
+fields of :class:`RcpSettings` and :class:`RcpOptions`): the engine (:mod:`.classify`), the run
+generator (:mod:`.run`) and the run configuration take theirs from here.
+Pure functions, no I/O, no numpy: the classification maths lives in :mod:`.classify`.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from workbench.core.errors import InputError, from_pydantic
 
@@ -21,6 +24,10 @@ TIERS = ("positive_consensus", "positive_polar", "negative_polar", "negative_con
 TOL = 1e-9
 # Above this many distinct weighted sums the empty-polar check gives up instead of enumerating.
 _MAX_SUMS = 1 << 16
+DEFAULT_THETA = 0.5  # a cluster approves when its approval rate reaches theta
+DEFAULT_TAU = 0.6  # the resonance ratio a consensus tier needs
+DEFAULT_WEIGHT = 1.0  # a cluster's weight in a weighted resonance ratio
+MAX_REFINEMENT_ROUNDS = 5
 
 
 def _agent_id(value: object) -> object:
@@ -47,10 +54,28 @@ AgentId = Annotated[str, BeforeValidator(_agent_id), Field(min_length=1)]
 Vote = Annotated[int | None, BeforeValidator(_vote)]
 
 
-def _check_theta(value: float | None) -> float | None:
-    if value is not None and not 0.0 < value <= 1.0:
+def _check_theta(value: float) -> float:
+    if not 0.0 < value <= 1.0:
         raise ValueError(f"must be greater than 0 and at most 1, got {value!r}")
     return value
+
+
+def _check_tau(value: float) -> float:
+    if not 0.5 < value <= 1.0:
+        raise ValueError(f"must be greater than 0.5 and at most 1, got {value!r}")
+    return value
+
+
+def _check_weight(value: float) -> float:
+    if not (value > 0.0 and math.isfinite(value)):
+        raise ValueError(f"must be a positive finite number, got {value!r}")
+    return value
+
+
+# SPEC §1 ranges, as types (strict: a boolean or a string is not a number).
+Theta = Annotated[float, Field(strict=True), AfterValidator(_check_theta)]  # (0, 1]
+Tau = Annotated[float, Field(strict=True), AfterValidator(_check_tau)]  # (0.5, 1]
+Weight = Annotated[float, Field(strict=True), AfterValidator(_check_weight)]  # > 0, finite
 
 
 class Cluster(BaseModel):
@@ -60,8 +85,8 @@ class Cluster(BaseModel):
 
     name: str = Field(min_length=1)
     agents: list[AgentId]
-    theta: float | None = None
-    weight: float | None = None
+    theta: Theta | None = None
+    weight: Weight | None = None
 
     @field_validator("agents")
     @classmethod
@@ -70,44 +95,39 @@ class Cluster(BaseModel):
             raise ValueError("empty")
         return value
 
-    _theta = field_validator("theta")(_check_theta)
 
-    @field_validator("weight")
-    @classmethod
-    def _positive_weight(cls, value: float | None) -> float | None:
-        if value is not None and not (value > 0.0 and math.isfinite(value)):
-            raise ValueError(f"must be a positive finite number, got {value!r}")
-        return value
+class RcpSettings(BaseModel):
+    """The thresholds of a classification, shared by the ``rwb classify rcp`` input and a run."""
+
+    model_config = ConfigDict(strict=True)
+
+    reference: str | None = Field(None, description="the reference cluster; default: the first")
+    theta: Theta = DEFAULT_THETA
+    tau: Tau = DEFAULT_TAU
+    weighted: bool = False
 
 
-class RcpConfig(BaseModel):
+class RcpOptions(RcpSettings):
+    """An RCP run's options: the thresholds, and how the run asks for votes."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    ballot_mode: bool = Field(False, description="one ballot call per voter instead of one call per vote")
+    refinement_rounds: int = Field(0, ge=0, le=MAX_REFINEMENT_ROUNDS)
+
+
+class RcpConfig(RcpSettings):
     """The panel and thresholds: everything but the artifacts. Unknown keys are ignored."""
 
     model_config = ConfigDict(strict=True, frozen=True)
 
     clusters: list[Cluster]
-    reference: str | None = None
-    theta: float = 0.5
-    tau: float = 0.6
-    weighted: bool = False
 
     @field_validator("clusters")
     @classmethod
     def _clusters_not_empty(cls, value: list[Cluster]) -> list[Cluster]:
         if not value:
             raise ValueError("empty")
-        return value
-
-    @field_validator("theta")
-    @classmethod
-    def _global_theta(cls, value: float) -> float:
-        return _check_theta(value)  # type: ignore[return-value]
-
-    @field_validator("tau")
-    @classmethod
-    def _tau_range(cls, value: float) -> float:
-        if not 0.5 < value <= 1.0:
-            raise ValueError(f"must be greater than 0.5 and at most 1, got {value!r}")
         return value
 
     # Resolved views (valid once check_config has passed).
@@ -129,7 +149,7 @@ class RcpConfig(BaseModel):
 
     @property
     def weights(self) -> list[float]:
-        return [1.0 if c.weight is None else c.weight for c in self.clusters]
+        return [DEFAULT_WEIGHT if c.weight is None else c.weight for c in self.clusters]
 
     @property
     def agent_cluster(self) -> dict[str, int]:
@@ -320,6 +340,6 @@ def config_warnings(config: RcpConfig | Mapping[str, Any]) -> list[str]:
                 "at least 2 agents per cluster for a meaningful approval rate, and recommends 3; on an "
                 "artifact its only agent wrote, this cluster casts no vote and cannot approve."
             )
-    if not cfg.weighted and any(c.weight not in (None, 1.0) for c in cfg.clusters):
+    if not cfg.weighted and any(c.weight not in (None, DEFAULT_WEIGHT) for c in cfg.clusters):
         out.append("cluster weights are ignored because 'weighted' is false: rho = |S| / n.")
     return out

@@ -12,7 +12,6 @@ In ballot mode a voter sees every other artifact in one call (m calls instead of
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import re
@@ -21,7 +20,9 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from workbench.core.protocols.rcp import classify as rcp
+import workbench.core.protocols.rcp.classify as rcp
+from workbench.core.protocols.rcp.config import RcpOptions
+from workbench.core.protocols.shared.fencing import delimiter, fenced
 from workbench.core.protocols.shared.replies import strip_fence
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 
@@ -29,6 +30,7 @@ VOTE_QUESTION = ("Given your perspective, does this response represent sound rea
                  "would endorse? Answer YES or NO.")
 VOTE_FORMAT = ('Reply with JSON only: {"vote": "YES" or "NO", "reason": "<one sentence>"}. '
                "A reply that starts with YES or NO is also accepted.")
+_DEFAULTS = RcpOptions()  # every default of a run's options, defined in .config
 
 
 @dataclass(frozen=True)
@@ -44,12 +46,12 @@ class RcpRunConfig:
     seed: int
     agents: tuple[RcpAgent, ...]
     clusters: tuple[dict, ...]  # the classification panel: [{"name", "agents", "theta"?, "weight"?}]
-    reference: str | None = None
-    theta: float = 0.5
-    tau: float = 0.6
-    weighted: bool = False
-    ballot_mode: bool = False
-    refinement_rounds: int = 0
+    reference: str | None = _DEFAULTS.reference
+    theta: float = _DEFAULTS.theta
+    tau: float = _DEFAULTS.tau
+    weighted: bool = _DEFAULTS.weighted
+    ballot_mode: bool = _DEFAULTS.ballot_mode
+    refinement_rounds: int = _DEFAULTS.refinement_rounds
 
 
 @dataclass(frozen=True)
@@ -65,15 +67,6 @@ class RcpRound:
     artifacts: dict[str, dict] = field(default_factory=dict)  # key -> {author, cluster, text}
     votes: dict[str, dict[str, ParsedVote]] = field(default_factory=dict)  # artifact -> voter -> vote
     states: list[dict] = field(default_factory=list)  # resonance states, in result order
-
-
-def delimiter(seed: int, key: str) -> str:
-    """A fence no artifact can know in advance: derived from the run seed and the call key."""
-    return "ARTIFACT-" + hashlib.sha256(f"{seed}/{key}".encode()).hexdigest()[:16].upper()
-
-
-def fenced(text: str, fence: str) -> str:
-    return f"<<<{fence}>>>\n{text}\n<<<END-{fence}>>>"
 
 
 def presentation_order(seed: int, round_index: int, voter: str, keys: list[str]) -> list[str]:

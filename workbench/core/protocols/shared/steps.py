@@ -14,6 +14,7 @@ missing ones.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,3 +55,20 @@ class Note:
     kind: str  # "progress", "warning", "gate", "phase", ...
     message: str
     data: dict[str, Any] = field(default_factory=dict)
+
+
+def drive(gen: Generator[Batch | Note, Any, Any], answer: Callable[[AgentCall], AgentReply],
+          on_note: Callable[[Note], None] | None = None) -> Any:
+    """Run a step-protocol generator sequentially: ``answer`` each call, pass each Note to
+    ``on_note``; returns the generator's result. (The background runner does the same, concurrently.)"""
+    try:
+        item = next(gen)
+        while True:
+            if isinstance(item, Batch):
+                item = gen.send({call.key: answer(call) for call in item.calls})
+            else:
+                if on_note is not None:
+                    on_note(item)
+                item = gen.send(None)
+    except StopIteration as stop:
+        return stop.value

@@ -1,0 +1,135 @@
+"""Model calls (``llm_calls``): what a resumed run reuses, a run's call counts, and the call
+lists the panels page through.
+
+Lists are read as plain tuples in windows (``LIMIT``/``OFFSET``): a list of 200,000 calls costs
+one window of rows, never 200,000 objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.core.project import _sql
+from workbench.core.project.store import Store
+
+
+@dataclass(frozen=True)
+class StoredReply:
+    """A recorded reply a resumed (or replayed) run answers from instead of calling again."""
+
+    step_key: str
+    text: str | None
+    meta: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CallCounts:
+    calls: int = 0
+    failed: int = 0  # error, rate-limited or cancelled
+    invalid: int = 0  # answered, but the reply could not be read
+
+
+def completed_replies(store: Store, run_id: str) -> list[StoredReply]:
+    """The run's answered calls (``ok`` or ``invalid``) in the order they were recorded."""
+    out = []
+    for row in _sql.rows(store, "llm_calls", "run_id = ? AND status IN ('ok', 'invalid')", (run_id,),
+                         order_by="id"):
+        meta = (row["response_json"] or {}).get("reply_meta") or {"provider": row["provider"], "model": row["model"]}
+        out.append(StoredReply(row["step_key"], row["reply_text"], meta))
+    return out
+
+
+_COUNTS = ("SELECT run_id, count(*), coalesce(sum(status NOT IN ('ok', 'invalid')), 0), "
+           "coalesce(sum(status = 'invalid'), 0) FROM llm_calls WHERE run_id IN ({ids}) GROUP BY run_id")
+
+
+def counts_by_run(store: Store, run_ids: Iterable[str]) -> dict[str, CallCounts]:
+    """Call counts of these runs (one indexed query; runs without calls are absent)."""
+    ids = list(dict.fromkeys(run_ids))
+    out: dict[str, CallCounts] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        for run_id, calls, failed, invalid in _sql.tuples(store, _COUNTS.format(ids=", ".join("?" * len(chunk))), chunk):
+            out[run_id] = CallCounts(calls, failed, invalid)
+    return out
+
+
+def counts(store: Store, run_id: str) -> CallCounts:
+    return counts_by_run(store, [run_id]).get(run_id, CallCounts())
+
+
+# ----- one run's call log (the Live Run panel) ----------------------------------------------------
+@dataclass(frozen=True)
+class LoggedCall:
+    id: int
+    step_key: str
+    agent_id: str | None
+    purpose: str
+    status: str
+    latency_ms: float | None
+    attempts: int
+    simulated: bool
+    round_idx: int | None
+    round_kind: str | None
+    reason: str | None  # why an invalid or failed call is grey
+
+
+_RUN_LOG = """
+SELECT c.id, c.step_key, c.agent_id, c.purpose, c.status, c.latency_ms, c.attempts, c.simulated,
+       r.idx, r.kind,
+       CASE WHEN c.status != 'ok' THEN coalesce(c.error,  -- looked up for the few grey rows only
+           (SELECT group_concat(v.reason, '; ') FROM votes v
+            WHERE v.run_id = c.run_id AND v.call_id = c.id AND v.status != 'valid'),
+           (SELECT b.invalid_reason FROM cons_ballots b WHERE b.call_id = c.id AND b.status != 'valid'),
+           (SELECT f.invalid_reason FROM finding_votes f
+            WHERE f.run_id = c.run_id AND f.call_id = c.id AND f.status != 'valid'),
+           (SELECT t.failure_reason FROM traces t WHERE t.run_id = c.run_id AND t.call_id = c.id AND t.ok = 0),
+           'the reply could not be read') END
+FROM llm_calls c LEFT JOIN rounds r ON r.id = c.round_id
+WHERE c.run_id = ? ORDER BY c.id
+"""
+
+
+def run_log(store: Store, run_id: str) -> list[LoggedCall]:
+    """Every call of one run, in order, with the reason behind each grey one."""
+    return [LoggedCall(i, key, agent, purpose, status, latency, attempts, bool(sim), idx, kind, reason)
+            for i, key, agent, purpose, status, latency, attempts, sim, idx, kind, reason
+            in _sql.tuples(store, _RUN_LOG, (run_id,))]
+
+
+# ----- every call in the project (the Trace Inspector's list) --------------------------------------
+# Columns a list may sort by, to the SQL that sorts them (never user text in the SQL).
+CALL_LIST_COLUMNS = {
+    "id": "c.id", "run_id": "c.run_id", "agent_id": "c.agent_id", "purpose": "c.purpose",
+    "status": "c.status", "provider": "c.provider", "model": "c.model", "latency_ms": "c.latency_ms",
+    "total_tokens": "c.total_tokens", "simulated": "c.simulated", "started_at": "c.started_at",
+}
+_CALL_LIST = ("SELECT c.id, c.run_id, c.step_key, c.agent_id, c.purpose, c.status, c.provider, c.model, "
+              "c.latency_ms, c.total_tokens, c.simulated, c.started_at, substr(c.reply_text, 1, 160) "
+              "FROM llm_calls c {where} ORDER BY {order} LIMIT ? OFFSET ?")
+
+
+def _call_filter(text: str) -> tuple[str, tuple]:
+    text = text.strip()
+    if not text:
+        return "", ()
+    like = "%" + _sql.escape_like(text) + "%"
+    cols = ("c.run_id", "c.agent_id", "c.purpose", "c.status", "c.step_key", "c.model")
+    return "WHERE " + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in cols), (like,) * len(cols)
+
+
+def count_calls(store: Store, text: str = "") -> int:
+    where, params = _call_filter(text)
+    return _sql.tuples(store, f"SELECT count(*) FROM llm_calls c {where}", params)[0][0]
+
+
+def call_window(store: Store, *, offset: int, limit: int, sort: str = "id", descending: bool = False,
+                text: str = "") -> list[tuple]:
+    """One window of the project's calls: (id, run_id, step_key, agent_id, purpose, status,
+    provider, model, latency_ms, total_tokens, simulated, started_at, reply preview)."""
+    column = CALL_LIST_COLUMNS.get(sort, "c.id")
+    order = f"{column} {'DESC' if descending else 'ASC'}" + (", c.id" if column != "c.id" else "")
+    where, params = _call_filter(text)
+    return _sql.tuples(store, _CALL_LIST.format(where=where, order=order), (*params, limit, offset))
