@@ -148,7 +148,7 @@ def run_resume(args: argparse.Namespace) -> int:
     from workbench.core.project.store import Store
     from workbench.core.runs.config import parse_run_config
     from workbench.services.runs.preflight import preflight
-    from workbench.services.runs.runner import mark_stale_runs
+    from workbench.services.runs.owners import mark_stale_runs
 
     store = Store.open(args.project)
     try:
@@ -182,7 +182,7 @@ def run_runs(args: argparse.Namespace) -> int:
     from workbench.commands.io import print_json
     from workbench.core.project import runs as run_rows
     from workbench.core.project.store import Store
-    from workbench.services.runs.runner import mark_stale_runs
+    from workbench.services.runs.owners import mark_stale_runs
 
     store = Store.open(args.project)
     try:

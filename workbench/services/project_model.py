@@ -41,7 +41,7 @@ class ProjectModel(QObject):
         self.workers = WorkerPool(self)  # opening, writing, copying
         # The panels' reads have a pool of their own: a read waiting on another program's lock
         # (up to the busy timeout) never holds back a write the user asked for.
-        self.reads = WorkerPool(self)
+        self.reads = WorkerPool(self, max_threads=2)
         self._store: Store | None = None
         self._watch: ProjectWatch | None = None
         self._stopped: list[ProjectWatch] = []  # watches told to stop, waited for on shutdown

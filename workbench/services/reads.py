@@ -65,9 +65,10 @@ class Reader(QObject):
     busy_changed = Signal(bool)
 
     def __init__(self, pool: WorkerPool, parent: QObject | None = None, *,
-                 name: str = "read", busy_delay_ms: int = 250):
+                 name: str = "read", busy_delay_ms: int = 250, priority: int = 0):
         super().__init__(parent)
         self._pool = pool
+        self._priority = priority  # of its reads among the pool's waiting jobs
         self._name = name
         self._generation = 0
         self._current: _Request | None = None  # the read on a worker now
@@ -142,7 +143,7 @@ class Reader(QObject):
 
         self._current = request
         self._worker = self._pool.start(f"{self._name} #{request.generation}", job,
-                                        self._on_finished, self._on_failed)
+                                        self._on_finished, self._on_failed, priority=self._priority)
         # Queued: delivered after finished/failed, on the GUI thread, never before we return.
         self._worker.signals.done.connect(self._on_done)
 

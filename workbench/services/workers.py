@@ -85,7 +85,8 @@ class WorkerPool(QObject):
 
     def start(self, name: str, fn: Callable[[threading.Event], object],
               on_finished: Callable[[object], None] | None = None,
-              on_failed: Callable[[JobError], None] | None = None) -> Worker:
+              on_failed: Callable[[JobError], None] | None = None, *, priority: int = 0) -> Worker:
+        """Run ``fn`` on the pool; of the jobs waiting for a thread, higher ``priority`` goes first."""
         signals = WorkerSignals(self)
         if on_finished:
             signals.finished.connect(on_finished)
@@ -96,7 +97,7 @@ class WorkerPool(QObject):
         self._signals[worker] = signals
         with _live_lock:
             _live.add(worker)
-        self._pool.start(worker)
+        self._pool.start(worker, priority)
         return worker
 
     def _forget(self, worker: Worker) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 
@@ -28,11 +29,20 @@ def create_application() -> QApplication:
     return app  # type: ignore[return-value]
 
 
+def settle_memory() -> None:
+    """Move what start-up allocated (modules, classes, widgets: long-lived) out of the garbage
+    collector's sight: a full collection then scans only what came since, and a pause of
+    15-20 ms in the window at a bad moment (opening a big project) becomes a few ms."""
+    gc.collect()
+    gc.freeze()
+
+
 def run_app(file: str | None = None, *, demo: bool = False, exit_when_shown: bool = False) -> int:
     app = create_application()
     model = ProjectModel()
     window = MainWindow(model, AppSettings())
     window.show()
+    settle_memory()
 
     if demo:
         from workbench.core.project.demo import demo_path, ensure_demo

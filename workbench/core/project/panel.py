@@ -8,12 +8,15 @@ started in the GUI can be repeated headless from its ``runs.config_json``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from workbench.core.errors import InputError
 from workbench.core.project import _sql
 from workbench.core.project.changes import Changes
 from workbench.core.project.store import Store
-from workbench.core.runs.config import RunConfig, parse_run_config
+
+if TYPE_CHECKING:  # the run-config models are heavy (pydantic): imported when a run is built
+    from workbench.core.runs.config import RunConfig
 
 # Keys of a provider row that belong in a run configuration's provider entry.
 _PROVIDER_KEYS = ("model", "api_base", "key_env", "key_keyring", "max_concurrency", "rpm", "timeout_s", "max_retries")
@@ -37,6 +40,8 @@ def panel_document(store: Store) -> dict:
 
 def run_config_from_project(store: Store, config_id: int, **overrides) -> RunConfig:
     """A saved protocol configuration, completed with the project's panel."""
+    from workbench.core.runs.config import parse_run_config
+
     saved = _sql.get(store, "protocol_configs", config_id)
     if saved is None:
         raise InputError("protocol_config", f"no saved configuration {config_id}")

@@ -11,7 +11,6 @@ records an uninterrupted run would have had.
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from workbench.core.project import calls, runs
 from workbench.core.project.run_records import CallRecord, finish_run, prepare_run, record_call
 from workbench.core.project.store import Store
 from workbench.services.runs.agents import AgentRouter, ManualAgents, needs_human
+from workbench.services.runs.owners import owner, owner_alive
 from workbench.services.runs.preflight import preflight
 
 
@@ -42,27 +42,6 @@ class RunProgress:
 
 class _Stop(Exception):
     """The run stops here, resumable: cancelled, rate-limited, or waiting for a human."""
-
-
-def owner() -> dict:
-    return {"host": socket.gethostname(), "pid": os.getpid()}
-
-
-def owner_alive(info: dict | None) -> bool:
-    if not info or info.get("host") != socket.gethostname():
-        return bool(info)  # another machine's run: assume it may still be going
-    try:
-        os.kill(int(info["pid"]), 0)
-    except (ProcessLookupError, ValueError, TypeError):
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def mark_stale_runs(store: Store) -> int:
-    """Runs left "running" by a process that is gone become "interrupted" (resumable)."""
-    return runs.mark_stale_runs(store, owner_alive)
 
 
 def new_run_id(protocol: str) -> str:

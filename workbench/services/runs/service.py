@@ -168,7 +168,7 @@ class RunService(QObject):
             return
 
         def mark(_cancel: threading.Event) -> int:
-            from workbench.services.runs.runner import mark_stale_runs
+            from workbench.services.runs.owners import mark_stale_runs
 
             try:
                 return mark_stale_runs(store)  # the model's poll announces what changed

@@ -47,7 +47,9 @@ class PagedTableModel(QAbstractTableModel):
         super().__init__(parent)
         self._columns = list(columns)
         self.window = window
-        self.reader = Reader(pool, self, name=name, busy_delay_ms=busy_delay_ms)
+        # A list's windows go before other reads waiting for a thread: they are what the user
+        # scrolls, and what a project shows first.
+        self.reader = Reader(pool, self, name=name, busy_delay_ms=busy_delay_ms, priority=1)
         self.decorate: Callable[[object, str, int], object] | None = None  # like RecordModel's
         self._source: RowSource | None = None
         self._cleanup: Callable[[], None] | None = None
