@@ -30,6 +30,8 @@ from workbench.services.workers import JobError, WorkerPool
 from workbench.ui.widgets.updating_mark import UpdatingMark
 
 _NO_INDEX = QModelIndex()
+MAX_COLUMN_PX = 360  # a fitted column is never wider: long text is elided, its tooltip shows it
+FIT_ROWS = 25  # rows measured to fit the columns (each measured cell calls into Python)
 
 
 class PagedTableModel(QAbstractTableModel):
@@ -280,10 +282,12 @@ class PagedTable(QWidget):
         layout.addWidget(self.view)
 
         self.model.total_changed.connect(self._on_total_changed)
+        self.model.first_rows_shown.connect(self._fit_columns)
         self.model.refreshing.connect(self._on_refreshing)
         self.model.refreshed.connect(self._on_refreshed)
         self.model.failed.connect(self._on_failed)
         self._kept: tuple[set, object] = (set(), None)
+        self._fitted = False  # columns are fitted to the first rows of a source, once
 
     @property
     def rows_loaded(self) -> int:
@@ -291,6 +295,7 @@ class PagedTable(QWidget):
 
     def set_source(self, source: RowSource | None, *, query: PageQuery | None = None,
                    cleanup: Callable[[], None] | None = None) -> None:
+        self._fitted = False
         self.model.set_source(source, query=query, cleanup=cleanup)
         q = self.model.query  # show the query it runs; the no-op set_query calls are dropped
         self.filter.setText(q.filter_text)
@@ -301,6 +306,23 @@ class PagedTable(QWidget):
 
     def refresh(self) -> None:
         self.model.refresh()
+
+    def _fit_columns(self) -> None:
+        """Fit the columns to the first rows of a new source (not to later queries: a column
+        the user widened stays so), no column wider than ``MAX_COLUMN_PX``."""
+        if self._fitted or self.model.rowCount() == 0:
+            return
+        self._fitted = True
+        # Measured here from the texts, not with resizeColumnsToContents: Qt's measure asks
+        # Python for every role of every cell, 20-30 ms that the window would wait.
+        metrics, header = self.view.fontMetrics(), self.view.horizontalHeader()
+        rows = range(min(FIT_ROWS, self.model.rowCount()))
+        pad = 2 * self.view.style().pixelMetric(self.view.style().PixelMetric.PM_FocusFrameHMargin) + 16
+        for column in range(self.model.columnCount() - 1):  # the last one stretches
+            texts = [str(self.model.headerData(column, Qt.Orientation.Horizontal))]
+            texts += [self.model.data(self.model.index(r, column)) or "" for r in rows]
+            width = max(metrics.horizontalAdvance(t) for t in texts) + pad
+            header.resizeSection(column, min(width, MAX_COLUMN_PX))
 
     def shutdown(self) -> None:
         """Cancel reads (the panel is closing); the pool waits for the running one."""
