@@ -248,11 +248,6 @@ def _without_tag(loc: list) -> list:
     return loc[1:] if loc and loc[0] in PROTOCOLS else loc
 
 
-def load_run_config(path: Path | str) -> RunConfig:
-    """Read a run configuration from a JSON or YAML file."""
-    return parse_run_config(read_config_file(path))
-
-
 def read_config_file(path: Path | str) -> object:
     """The document in a JSON or YAML configuration file, not yet validated."""
     path = Path(path)

@@ -15,8 +15,6 @@ LEGACY = "legacy"
 SCHEMA_V12 = "arm-trace-v1.2"
 SCHEMA_V13 = "arm-trace-v1.3"
 SCHEMA_VERSIONS = (SCHEMA_V12, SCHEMA_V13)
-ROLES_R1 = ("alpha", "beta", "gamma", "silent")
-ROLES_R2 = ("alpha", "beta", "gamma")
 
 # upstream key -> workbench field, in ARM's usual key order. Keys not listed go to ``extra``.
 TRACE_FIELD_MAP: tuple[tuple[str, str], ...] = (

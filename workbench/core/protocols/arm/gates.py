@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from workbench.core.errors import InputError
 from workbench.core.protocols.arm.config import SILENT_DRAWS
@@ -261,6 +261,3 @@ def invariant_violations(traces: dict[str, Trace]) -> list[str]:
     return problems
 
 
-def with_fields(trace: Trace, **changes: object) -> Trace:
-    """A copy of ``trace`` with fields changed (the original stays untouched)."""
-    return replace(_copy(trace), **changes)

@@ -28,8 +28,6 @@ from workbench.core.protocols.arm.fields import (  # noqa: F401  (re-exported)
     FAP_ABORT_CLAIM,
     LEGACY,
     PARSE_FAILED,
-    ROLES_R1,
-    ROLES_R2,
     RUN_FIELD_MAP,
     RUN_META_FIELD_MAP,
     SCHEMA_V12,

@@ -37,11 +37,6 @@ EscalationReason = Literal[
 
 VOTES: tuple[str, ...] = ("accept", "reject", "abstain")
 VERDICTS: tuple[str, ...] = ("PROVEN", "REFUTED", "CONTESTED", "INSUFFICIENT_EVIDENCE")
-CONFLICT_TYPES: tuple[str, ...] = (
-    "contradiction", "partial-overlap", "scope-difference", "priority-difference")
-SEVERITIES: tuple[str, ...] = ("critical", "high", "medium", "low")
-NEXT_ACTIONS: tuple[str, ...] = (
-    "none", "challenge_round", "escalate_to_human", "request_investigation")
 COUNTER_PROOF = "counter-proof"
 TOL = 1e-9  # every threshold comparison allows this much float error
 

@@ -24,16 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from workbench.core.errors import InputError, WorkbenchError
 from workbench.core.protocols.echo.footer import stamp_footer
 from workbench.core.protocols.echo.markers import find_markers
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply
 
-OverflowBehaviour = Literal["compaction", "hard_rejection", "silent_truncation"]
 BEHAVIOURS: tuple[str, ...] = ("compaction", "hard_rejection", "silent_truncation")
-AWARENESS = {"compaction": "aware", "hard_rejection": "aware at failure", "silent_truncation": "unaware"}
 CONTEXT_LIMIT = "context_limit"
 
 

@@ -30,7 +30,6 @@ from workbench.core.protocols.echo.quoting import DEFAULT_QUOTING, Quoting
 from workbench.core.protocols.echo.verify import VerificationResult, verify_reply
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 
-Step = Literal["log", "read_seed", "new_session", "inject", "verify", "resume", "escalate"]
 STEPS: tuple[str, ...] = ("log", "read_seed", "new_session", "inject", "verify", "resume", "escalate")
 TERMINAL = frozenset({"resume", "escalate"})
 TRANSITION_NOTE = "echo.transition"
