@@ -205,3 +205,49 @@ def test_import_arm_traces_from_the_file_menu(qtbot, window, tmp_path, open_proj
     assert _sql.count(window.model.store, "runs", "protocol = 'arm'") == 2
     qtbot.waitUntil(lambda: "<b>2</b></td><td>&nbsp;imported ARM traces" in window.panels["driftPanel"].summary.text(),
                     timeout=WAIT_MS)
+
+
+def test_a_panel_whose_read_waits_keeps_its_view_and_the_window_goes_on(qtbot, window, tmp_path, open_project,
+                                                                         monkeypatch):
+    """A read held up (here by a gate, in life by another program's lock) never freezes the
+    window: the panel keeps what it shows, marks itself "updating…", and applies the new view
+    once the read is done."""
+    import threading
+
+    from PySide6.QtCore import QTimer
+
+    from workbench.ui.panels.clusters_panel import ClustersPanel
+
+    path = tmp_path / "p.rwb"
+    store = Store.create(path)
+    add_cluster(store, "advocate")(store)
+    store.close_connection()
+    open_project(path)
+    panel = window.panels["clustersPanel"]
+    assert cluster_names(window) == ["advocate"]
+
+    gate, threads = threading.Event(), []
+    original = ClustersPanel.load
+
+    def held(self, reading, changes, cancel):
+        threads.append(threading.current_thread() is threading.main_thread())
+        gate.wait(10)
+        return original(self, reading, changes, cancel)
+
+    monkeypatch.setattr(ClustersPanel, "load", held)
+    ticks = []
+    beat = QTimer()
+    beat.timeout.connect(lambda: ticks.append(1))
+    beat.start(5)
+    try:
+        with qtbot.waitSignal(window.model.changed, timeout=WAIT_MS):
+            window.model.write("add", add_cluster(window.model.store, "critic"))
+        qtbot.waitUntil(panel.updating_mark.isVisible, timeout=WAIT_MS)
+        assert cluster_names(window) == ["advocate"] and len(ticks) > 10  # the last view, and a live window
+        gate.set()
+        qtbot.waitUntil(lambda: cluster_names(window) == ["advocate", "critic"], timeout=WAIT_MS)
+        assert not panel.updating_mark.isVisible()
+        assert threads and not any(threads)  # read on a worker, never on the GUI thread
+    finally:
+        gate.set()
+        beat.stop()
