@@ -64,7 +64,8 @@ def test_classify_cons_contested_after_two_rounds() -> None:
              for i in range(1, 6)]
     payload = {**SPEC_INPUT, "votes": votes, "challengeRounds": 2}
     proc = rwb("classify", "cons", "-", stdin=json.dumps(payload))
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 1, proc.stderr  # SPEC §6: a contested verdict needs attention
+    assert proc.stderr.startswith("rwb classify cons: CONTESTED: ") and proc.stderr.count("\n") == 1
     out = json.loads(proc.stdout)
     assert out["verdict"] == "CONTESTED" and out["nextAction"] == "escalate_to_human"
     assert [e["reason"] for e in out["escalations"]] == ["contested_verdict"]

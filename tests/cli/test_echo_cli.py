@@ -60,7 +60,7 @@ def test_markers_recorded_in_a_project_are_never_reissued(tmp_path):
 
 def test_marker_with_a_missing_project_fails_cleanly(tmp_path):
     out = rwb("marker", "--project", str(tmp_path / "none.rwb"))
-    assert out.returncode == 1 and "none.rwb" in out.stderr
+    assert out.returncode == 2 and "none.rwb" in out.stderr  # a project error (SPEC §6)
     no_traceback(out)
 
 

@@ -33,7 +33,7 @@ def test_info_refuses_a_bad_file_with_a_message_not_a_traceback(tmp_path):
     bad = tmp_path / "x.rwb"
     bad.write_text("plain text")
     out = rwb("info", str(bad))
-    assert out.returncode == 1
+    assert out.returncode == 2  # a project error (SPEC §6)
     assert "x.rwb is not a workbench project" in out.stderr
     assert "Traceback" not in out.stderr
 
@@ -42,7 +42,7 @@ def test_new_refuses_to_overwrite(tmp_path):
     path = tmp_path / "p.rwb"
     path.write_text("keep me")
     out = rwb("new", str(path))
-    assert out.returncode == 1 and "already exists" in out.stderr
+    assert out.returncode == 2 and "already exists" in out.stderr
     assert path.read_text() == "keep me"
 
 

@@ -90,14 +90,23 @@ def test_importing_the_same_file_twice_adds_nothing(store, corpus_dir):
 
 
 def test_values_that_do_not_fit_their_column_are_kept_verbatim(store):
-    trace = {"claim": "Yes.", "confidence": "0.8", "polarity_gate_fired": "yes", "_ok": True, "new_field": [1]}
+    # A self-reported delta may be a numeric string (ARM reads those): it fits no REAL column.
+    trace = {"claim": "Yes.", "confidence": 0.8, "self_delta_vs_baseline": "−0.05", "_ok": True, "new_field": [1]}
     data = {"r1": {"alpha": trace, "beta": {"claim": "No.", "confidence": 0.5}}}
     (store.path.parent / "odd.json").write_text(json.dumps(data))
     run_id = import_arm_file(store, store.path.parent / "odd.json").run_id
     row = _sql.rows(store, "traces", "run_id = ? AND role = 'alpha'", (run_id,))[0]
-    assert row["confidence"] is None and row["extra_json"]["confidence"] == "0.8"
+    assert row["self_delta_vs_baseline"] is None and row["extra_json"]["self_delta_vs_baseline"] == "−0.05"
     assert trace_from_columns(row) == trace
     assert export_arm_run(store, run_id) == data
+
+
+def test_a_field_of_the_wrong_type_is_refused_with_its_path(store):
+    trace = {"claim": "Yes.", "confidence": "0.8", "_ok": True}
+    (store.path.parent / "odd.json").write_text(json.dumps({"r1": {"alpha": trace}}))
+    with pytest.raises(InputError, match=r'^r1\.alpha\.confidence: must be a number, got "0\.8"$'):
+        import_arm_file(store, store.path.parent / "odd.json")
+    assert _sql.count(store, "runs") == 0
 
 
 @pytest.mark.parametrize("content, message", [("not json", "not valid JSON"), ('{"a": 1}', "expected a JSON object with 'r1'")])

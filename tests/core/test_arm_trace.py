@@ -160,8 +160,11 @@ def test_non_object_trace_is_an_input_error():
         parse_trace(["claim"])  # type: ignore[arg-type]
 
 
-def test_non_trace_values_inside_a_round_are_kept():
-    data = {"r1": {"alpha": None, "beta": "oops", "gamma": {"claim": "c"}}, "r2": {}}
+def test_a_null_role_inside_a_round_is_kept_and_a_non_object_refused():
+    data = {"r1": {"alpha": None, "gamma": {"claim": "c"}}, "r2": {}}
     run = parse_run(data)
-    assert isinstance(run, ArmRun) and run.trace(1, "alpha") is None and run.trace(1, "beta") is None
+    assert isinstance(run, ArmRun) and run.trace(1, "alpha") is None
     assert run_to_upstream(run) == data
+    with pytest.raises(InputError, match="must be an object") as info:  # every field is type-checked
+        parse_run({"r1": {"alpha": None, "beta": "oops"}, "r2": {}})
+    assert info.value.field == "r1.beta"

@@ -22,6 +22,7 @@ from workbench.core.runs.config import parse_run_config
 from workbench.core.project.store import Store
 from workbench.services.runs.runner import Runner
 from workbench.core.project import _sql
+from workbench.core.protocols.shared.fencing import mask_fences
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_runs" / "rcp-echo-sim.json"
 FULL = ["log", "read_seed", "new_session", "inject", "verify", "resume"]
@@ -168,7 +169,7 @@ def echo_content(store, run_id) -> dict:
         "seeds": q("SELECT agent_id, recent_exchange_json FROM echo_session_seeds WHERE run_id = ? ORDER BY agent_id"),
         "votes": sorted(q("SELECT a.key, v.voter_agent, v.value, v.status FROM votes v JOIN artifacts a "
                           "ON a.id = v.artifact_id WHERE v.run_id = ?")),
-        "calls": sorted((k, s, plain(json.dumps(p))) for k, s, p in q(
+        "calls": sorted((k, s, plain(mask_fences(json.dumps(p)))) for k, s, p in q(
             "SELECT step_key, status, request_json FROM llm_calls WHERE run_id = ? AND status IN ('ok', 'invalid')")),
     }
 
@@ -189,7 +190,8 @@ def test_cancel_and_resume_gives_the_same_echo_records_and_votes(project, straig
     done = _sql.count(project, "llm_calls", "run_id = ? AND status IN ('ok', 'invalid')", (run_id,))
     again = Runner(project).execute(run_id)
     assert again["status"] == "completed" and again["resumed_calls"] == done > 0
-    # Same keys, same prompts (up to the hexes, which never repeat), same records, same votes.
+    # Same keys, same prompts (up to the hexes, which never repeat, and the fence names, fresh per
+    # call), same records, same votes.
     assert echo_content(project, run_id) == echo_content(project, straight[0])
     assert again["echo"].keys() == straight[1]["echo"].keys()
     # The resumed run got its markers back instead of drawing new ones.

@@ -99,9 +99,10 @@ def test_a_429_storm_stops_resumable_then_resume_completes(tmp_path, server):
     cfg.write_text(json.dumps(config(server.base_url)))
     project = tmp_path / "p.rwb"
     out = rwb("run", str(cfg), "--project", str(project))
-    assert out.returncode == 1
+    assert out.returncode == 3  # SPEC §6: a run that ended with incomplete results
     run_id, summary = out.stdout.splitlines()[0], json.loads(out.stdout.splitlines()[-1])
     assert summary["status"] == "interrupted"
+    assert f"rwb resume {run_id}" in out.stderr.splitlines()[-1]
     runs = json.loads(rwb("runs", "--project", str(project)).stdout)
     assert runs[0]["status"] == "interrupted" and "rate-limited" in runs[0]["error"]
 

@@ -70,19 +70,34 @@ def test_rcp_run_through_litellm_records_every_call_and_vote(tmp_path, server, m
     assert SECRET.encode() not in (tmp_path / "p.rwb").read_bytes()
 
 
-def test_a_run_that_hits_a_dead_provider_fails_its_calls_cleanly(tmp_path, server, monkeypatch):
+def test_a_run_whose_every_call_fails_ends_failed(tmp_path, server, monkeypatch):
+    # SPEC §1: when every call of a run failed, it ends "failed", never "completed".
     monkeypatch.setenv("LOOP_KEY", SECRET)
+    server.default = Reply(status=500, error_message="the model crashed")
     cfg = rcp_config(server)
-    cfg.providers["local"].api_base = "http://127.0.0.1:9/v1"  # nothing listens there
     cfg.providers["local"].max_retries = 0
     store = Store.create(tmp_path / "p.rwb")
     try:
         runner = Runner(store)
         summary = runner.execute(runner.create(cfg))
-        assert summary["status"] == "completed"  # every generate failed: no artifact, nothing to vote on
+        assert summary["status"] == "failed" and "every call failed" in summary["error"]
         assert summary["failed_calls"] == 4 and summary["calls"] == 4
-        errors = {r["error_kind"] for r in _sql.rows(store, "llm_calls")}
-        assert errors == {"connection"}
+        assert {r["status"] for r in _sql.rows(store, "llm_calls")} == {"error"}
+    finally:
+        store.close_connection()
+
+
+def test_a_provider_nobody_answers_for_is_refused_before_any_call(tmp_path, server, monkeypatch):
+    monkeypatch.setenv("LOOP_KEY", SECRET)
+    cfg = rcp_config(server)
+    cfg.providers["local"].api_base = "http://127.0.0.1:9/v1"  # nothing listens there
+    store = Store.create(tmp_path / "p.rwb")
+    try:
+        runner = Runner(store)
+        run_id = runner.create(cfg)
+        with pytest.raises(InputError, match=r"providers\.local\.api_base: nothing answers at http://127\.0\.0\.1:9/v1"):
+            runner.execute(run_id)
+        assert _sql.rows(store, "llm_calls") == [] and server.chat_requests == []
     finally:
         store.close_connection()
 

@@ -14,6 +14,7 @@ from workbench.core.project.export import run_records
 from workbench.core.project.store import Store
 from workbench.services.runs.runner import Runner
 from workbench.core.project import _sql
+from workbench.core.protocols.shared.fencing import mask_fences
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_runs"
 
@@ -64,7 +65,8 @@ def test_every_protocol_runs_offline_and_everything_is_labelled_simulated(store,
 def test_the_same_seed_sends_the_same_prompts_and_gets_the_same_results(store):
     first, _ = run(store, sample("rcp-sim.json"))
     second, _ = run(store, sample("rcp-sim.json"))
-    prompts = lambda rid: [(r["step_key"], json.dumps(r["request_json"])) for r in
+    # The same prompts up to the fence names, which are fresh per call (SPEC §6 "Reproducibility").
+    prompts = lambda rid: [(r["step_key"], mask_fences(json.dumps(r["request_json"]))) for r in
                            _sql.rows(store, "llm_calls", "run_id = ?", (rid,), order_by="step_key")]
     assert prompts(first) == prompts(second)
     assert content(store, first) == content(store, second)

@@ -265,3 +265,17 @@ def test_agent_reply_carries_text_or_error_and_meta():
     reply = failed.agent_reply("vote/w1/a2")
     assert not reply.ok and reply.text is None and reply.error == "rate_limited: HTTP 429: slow down"
     assert reply.meta["attempts"] == 4 and reply.key == "vote/w1/a2"
+
+
+def test_the_cache_key_ignores_fence_names():
+    # Every call has fresh fence names (SPEC §6): the same question behind another fence is the same.
+    from workbench.core.protocols.shared.fencing import fenced, new_delimiter
+
+    def ask(fence: str) -> list[dict]:
+        return [{"role": "user", "content": "Vote on:\n" + fenced("The artifact.", fence)}]
+
+    one, two = new_delimiter(), new_delimiter()
+    assert one != two
+    assert cache_key("m", None, ask(one), {}, 0) == cache_key("m", None, ask(two), {}, 0)
+    other = [{"role": "user", "content": "Vote on:\n" + fenced("Another artifact.", one)}]
+    assert cache_key("m", None, other, {}, 0) != cache_key("m", None, ask(one), {}, 0)

@@ -32,7 +32,25 @@ def _run_metrics(args: argparse.Namespace) -> int:
         where = args.file if args.file != "-" else "stdin"
         raise InputError(f"{where}: {exc.field}" if exc.field else where, exc.message) from None
     print_json(report)
-    return 0
+    return _unexplained(report)
+
+
+def _unexplained(report: dict) -> int:
+    """SPEC §6: exit 1 when a stored value differs from the recomputed one and no older rule of
+    the file's own build explains it; the reason is one line on stderr."""
+    import sys
+
+    from workbench.core.protocols.arm.stored import unexplained
+
+    found = [s for s in report.get("stored", []) if unexplained(s)]
+    if not found:
+        return 0
+    shown = ", ".join(f"{s.get('metric')} (stored {s.get('stored')!r}, recomputed {s.get('recomputed')!r})"
+                      for s in found[:3])
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    print(f"rwb arm metrics: {len(found)} stored value(s) differ from the recomputed ones with no "
+          f"explanation: {shown}{more}", file=sys.stderr)
+    return 1
 
 
 def _add_import(p: argparse.ArgumentParser) -> None:
@@ -68,22 +86,24 @@ def _add_export(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_id", metavar="RUN_ID", help="a stored ARM run (see rwb runs)")
     p.add_argument("--project", required=True, metavar="P", help="the .rwb project")
     p.add_argument("--out", metavar="FILE", help="write to FILE (byte for byte as ARM writes it) instead of stdout")
+    p.add_argument("--force", action="store_true", help="replace the --out FILE if it exists (default: refuse)")
 
 
 def _run_export(args: argparse.Namespace) -> int:
+    from workbench.commands.io import check_output, write_output
     from workbench.core.project.arm_import import export_arm_run
     from workbench.core.protocols.arm.js import js_stringify
     from workbench.core.project.store import Store
 
-    from pathlib import Path
-
+    if args.out:  # refused before the project is even opened
+        check_output(args.out, force=args.force)
     store = Store.open(args.project)
     try:
         text = js_stringify(export_arm_run(store, args.run_id))  # the way ARM writes its files
     finally:
         store.close_connection()
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        write_output(args.out, text, force=args.force)
     else:
         print(text)
     return 0

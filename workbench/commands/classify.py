@@ -1,4 +1,9 @@
-"""``rwb classify rcp|findings|cons FILE``: the SPEC §1-3 JSON contracts, headless."""
+"""``rwb classify rcp|findings|cons FILE``: the SPEC §1-3 JSON contracts, headless.
+
+Exit codes (SPEC §6): 0 with the result; 1 when a CONS verdict is CONTESTED or
+INSUFFICIENT_EVIDENCE (the JSON is printed all the same, and the reason is one line on
+stderr); 2 for bad input. RCP and findings results never exit 1: the result is the answer.
+"""
 
 from __future__ import annotations
 
@@ -26,9 +31,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     payload = read_json(args.file)
     engine = importlib.import_module(f"workbench.core.protocols.{ENGINES[args.protocol]}")
-    print_json(engine.classify_payload(payload))
+    result = engine.classify_payload(payload)
+    print_json(result)
     # Legal but doubtful settings (e.g. a tau that leaves the polar tiers empty) go to stderr,
     # so stdout stays the exact JSON contract.
     for warning in getattr(engine, "config_warnings", lambda _p: [])(payload):
         print(f"rwb classify {args.protocol}: warning: {warning}", file=sys.stderr)
+    return _attention(args.protocol, result)
+
+
+#: CONS verdicts that need the user's attention: exit 1 (SPEC §6). RCP and findings never do.
+ATTENTION_VERDICTS = ("CONTESTED", "INSUFFICIENT_EVIDENCE")
+
+
+def _attention(protocol: str, result: object) -> int:
+    """1 with a one-line reason on stderr when the answer needs attention, else 0."""
+    if protocol == "cons" and isinstance(result, dict) and result.get("verdict") in ATTENTION_VERDICTS:
+        reason = " ".join(str(result.get("verdictReason") or "").split())
+        print(f"rwb classify cons: {result['verdict']}: {reason or 'no verdict reached'}", file=sys.stderr)
+        return 1
     return 0

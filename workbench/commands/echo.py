@@ -6,7 +6,8 @@
   (``-`` for stdin) and exits 0 if verified, 1 if not. M is a whole marker or its 6-hex suffix.
 - ``rwb echo footer FILE`` prints the reply's trusted footer as JSON, or exits 1 saying why not.
 
-Invalid arguments (a malformed marker, a missing file) exit 2 with a one-line message.
+Invalid arguments (a malformed marker, a missing file) exit 2 with a one-line message. The
+reason behind an exit 1 (not verified, no trusted footer) is one line on stderr (SPEC §6).
 """
 
 from __future__ import annotations
@@ -55,13 +56,25 @@ def _quoting_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--code-fences", action="store_true", help="also treat fenced code blocks as quoted data")
 
 
+def _read_echo_text(source: str) -> str:
+    """A reply or an artifact: text of at most ``MAX_ECHO_TEXT_CHARS`` (SPEC §6 limits)."""
+    from workbench.core.limits import MAX_ECHO_TEXT_CHARS, check_text
+
+    text = read_text(source)
+    check_text(text, MAX_ECHO_TEXT_CHARS, "stdin" if source == "-" else source)
+    return text
+
+
 def _quoting(args: argparse.Namespace):
+    from workbench.core.limits import MAX_LIST_ITEMS, check_count
     from workbench.core.protocols.echo.quoting import Quoting
 
+    check_count(args.artifact, MAX_LIST_ITEMS, "--artifact", "files")
+    check_count(args.delimiters, MAX_LIST_ITEMS, "--delimiters", "pairs")
     for open_, close in args.delimiters:
         if not open_ or not close:
             raise InputError("--delimiters", "OPEN and CLOSE must not be empty")
-    return Quoting.of(args.delimiters, [read_text(a) for a in args.artifact], code_fences=args.code_fences)
+    return Quoting.of(args.delimiters, [_read_echo_text(a) for a in args.artifact], code_fences=args.code_fences)
 
 
 def run_marker(args: argparse.Namespace) -> int:
@@ -88,15 +101,27 @@ def run_verify(args: argparse.Namespace) -> int:
 
     expected = expected_hex_of(args.marker)  # a malformed marker is an InputError: exit 2
     quoting = _quoting(args)
-    result = verify_reply(read_text(args.file), expected, quoting=quoting, accept_uppercase=args.accept_uppercase)
+    result = verify_reply(_read_echo_text(args.file), expected, quoting=quoting, accept_uppercase=args.accept_uppercase)
     print_json(result.as_dict())
-    return 0 if result.verified else 1
+    if not result.verified:
+        import sys
+
+        print(f"rwb echo verify: not verified: {' '.join(str(result.reason).split())}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def run_footer(args: argparse.Namespace) -> int:
-    from workbench.core.protocols.echo.footer import locate_footer
+    from workbench.core.protocols.echo.footer import FooterError, locate_footer
 
     quoting = _quoting(args)
-    footer, line = locate_footer(read_text(args.file), quoting)  # FooterError: exit 1 with the reason
+    text = _read_echo_text(args.file)  # a missing, unreadable or oversized file is bad input: exit 2
+    try:
+        footer, line = locate_footer(text, quoting)
+    except FooterError as exc:  # the answer is "no trusted footer": exit 1 with the reason
+        import sys
+
+        print(f"rwb echo: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
     print_json({**footer.model_dump(), "line": line})
     return 0

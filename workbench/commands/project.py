@@ -1,4 +1,8 @@
-"""Project-file commands: ``rwb new FILE``, ``rwb info FILE`` and ``rwb demo``."""
+"""Project-file commands: ``rwb new FILE``, ``rwb info FILE`` and ``rwb demo``.
+
+``new`` and ``demo --out`` never replace an existing file unless given ``--force``; both build
+the file under a temporary name beside it and move it into place once complete.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("new", help="create an empty project file")
     p.add_argument("file", metavar="FILE", help="path of the new .rwb file")
     p.add_argument("--name", help="project name (default: the file name)")
+    p.add_argument("--force", action="store_true", help="replace FILE if it exists (default: refuse)")
     p.set_defaults(run=run_new)
 
     p = sub.add_parser("info", help="check a project and print its identity, schema and row counts as JSON")
@@ -18,7 +23,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run_info)
 
     p = sub.add_parser("demo", help="build the bundled demo project")
-    p.add_argument("--out", metavar="FILE", help="where to write it (default: the demo path the GUI opens)")
+    p.add_argument("--out", metavar="FILE", help="where to write it (default: the demo path the GUI opens, "
+                                                 "rebuilt in place)")
+    p.add_argument("--force", action="store_true", help="replace the --out FILE if it exists (default: refuse)")
     p.set_defaults(run=run_demo)
 
 
@@ -26,7 +33,7 @@ def run_new(args: argparse.Namespace) -> int:
     from workbench.core.project.files import with_suffix
     from workbench.core.project.store import Store
 
-    store = Store.create(with_suffix(args.file), args.name)
+    store = Store.create(with_suffix(args.file), args.name, overwrite=args.force)
     try:
         print_json(store.info())
     finally:
@@ -48,7 +55,10 @@ def run_info(args: argparse.Namespace) -> int:
 def run_demo(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from workbench.core.project.demo import build_demo, demo_path
+    from workbench.core.project.demo import build_default_demo, build_demo, demo_path
 
-    print(build_demo(Path(args.out) if args.out else demo_path()))
+    if args.out:
+        print(build_demo(Path(args.out), overwrite=args.force))
+    else:
+        print(build_default_demo(demo_path()))
     return 0

@@ -13,12 +13,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("config", metavar="CONFIG", help="the run configuration")
     p.add_argument("--project", required=True, metavar="FILE", help="the .rwb project (created if missing)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--decisions", metavar="FILE", help=DECISIONS_HELP)
     p.set_defaults(run=run_run)
 
-    p = sub.add_parser("resume", help="finish an interrupted run, issuing only the missing calls")
-    p.add_argument("run_id", metavar="RUN_ID")
+    p = sub.add_parser("resume", help="finish an interrupted run, or every run of a batch, issuing only the "
+                                      "missing calls")
+    p.add_argument("run_id", metavar="RUN_ID|BATCH_ID")
     p.add_argument("--project", required=True, metavar="FILE")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--decisions", metavar="FILE", help=DECISIONS_HELP)
     p.set_defaults(run=run_resume)
 
     p = sub.add_parser("replay", help="re-run a stored run from its stored replies, calling no model")
@@ -36,7 +39,59 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--project", required=True, metavar="FILE")
     p.add_argument("--format", choices=("jsonl", "csv", "md"), default="jsonl")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--force", action="store_true", help="replace FILE if it exists")
     p.set_defaults(run=run_export)
+
+
+DECISIONS_HELP = ("a JSON file of the conductor's decisions, by CONS question id ({\"CONS-001\": \"...\"}, "
+                  "\"*\" for any): without one, a run that needs a person stops, resumable")
+
+# SPEC §6: the first of 2, 4, 3, 1, 0 that applies wins; Ctrl-C is 130.
+PRECEDENCE = (2, 4, 3, 1, 0)
+INTERRUPTED_BY_USER = 130
+
+
+def exit_code(summary: dict) -> tuple[int, str]:
+    """The exit code of a finished ``rwb run``/``resume`` and the one line that explains it."""
+    status = summary.get("status")
+    if status == "failed":
+        return 4, f"run {summary.get('run_id')} failed: {summary.get('error') or 'no result'}"
+    if status in ("degraded", "stopped_at_cap"):
+        return 3, f"run {summary.get('run_id')} ended {status}: {summary.get('error') or ''}".rstrip(": ")
+    if summary.get("missing_replies"):
+        return 3, (f"replay {summary.get('run_id')}: {summary['missing_replies']} call(s) had no stored reply "
+                   "to answer from; they are recorded as missing, and no model was called")
+    if status == "interrupted" and summary.get("waiting_for_human"):
+        return 1, (f"run {summary.get('run_id')} waits for a person's decision (the CONS conductor): give it in "
+                   f"a decisions file, rwb resume {summary.get('run_id')} --decisions FILE, or in the workbench")
+    if status == "interrupted":
+        return 3, (f"run {summary.get('run_id')} stopped before its end ({summary.get('error') or 'interrupted'}); "
+                   f"rwb resume {summary.get('run_id')} finishes it")
+    cons = summary.get("cons") or {}
+    if cons.get("verdict") in ("CONTESTED", "INSUFFICIENT_EVIDENCE") and cons.get("escalations") \
+            and not cons.get("humanDecision"):
+        reasons = ", ".join(sorted({e.get("reason", "?") for e in cons["escalations"]}))
+        return 1, f"question {cons.get('questionId')} ended {cons['verdict']} with an escalation left open ({reasons})"
+    return 0, ""
+
+
+def worst(codes: list[int]) -> int:
+    return min(codes, key=PRECEDENCE.index) if codes else 0
+
+
+def _decisions(path: str | None):
+    """The decisions file given with --decisions, read and checked before anything runs."""
+    if path is None:
+        return None
+    from workbench.commands.io import read_json
+    from workbench.core.errors import InputError
+    from workbench.services.runs.agents import DecisionsFile
+
+    data = read_json(path)
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) and v.strip()
+                                             for k, v in data.items()):
+        raise InputError("--decisions", "must be a JSON object of question id to decision text")
+    return DecisionsFile(data, path)
 
 
 class _Progress:
@@ -68,7 +123,9 @@ def _open_or_create(path: str):
     return Store.open(path) if Path(path).exists() else Store.create(path)
 
 
-def _execute(store, runner_call, quiet: bool) -> int:
+def _execute(store, runner_call, quiet: bool, manual=None) -> int:
+    """Run ``runner_call(runner)``, print its summary as the last line, and return the exit code;
+    the reason behind any code but 0 is one line on stderr."""
     import signal
     import threading
 
@@ -78,13 +135,19 @@ def _execute(store, runner_call, quiet: bool) -> int:
     previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())  # Ctrl+C: stop cleanly, resumable
     progress = _Progress(quiet)
     try:
-        runner = Runner(store, on_progress=progress, cancel=cancel)
+        runner = Runner(store, on_progress=progress, cancel=cancel, manual=manual)
         summary = runner_call(runner)
     finally:
         signal.signal(signal.SIGINT, previous)
         progress.close()
-    print(json.dumps(summary, ensure_ascii=False))
-    return 0 if summary["status"] == "completed" else 1
+    print(json.dumps(summary, ensure_ascii=False), flush=True)
+    if cancel.is_set():
+        print(f"rwb: interrupted; rwb resume {summary.get('run_id')} finishes the run", file=sys.stderr)
+        return INTERRUPTED_BY_USER
+    code, why = exit_code(summary)
+    if why:
+        print(f"rwb: {why}", file=sys.stderr)
+    return code
 
 
 def run_run(args: argparse.Namespace) -> int:
@@ -96,6 +159,7 @@ def run_run(args: argparse.Namespace) -> int:
     if is_batch(data):
         return _run_batch(data, args)
     cfg = parse_run_config(data)
+    manual = _decisions(args.decisions)
     preflight(cfg)  # refused (exit 2) before the project is touched: no run, no call
     store = _open_or_create(args.project)
     try:
@@ -103,63 +167,93 @@ def run_run(args: argparse.Namespace) -> int:
 
         run_id = Runner(store).create(cfg)
         print(run_id, flush=True)
-        return _execute(store, lambda runner: runner.execute(run_id), args.quiet)
+        return _execute(store, lambda runner: runner.execute(run_id), args.quiet, manual)
     finally:
         store.close_connection()
 
 
 def _run_batch(data: dict, args: argparse.Namespace) -> int:
     """Every run of the batch in turn; prints the batch id, each run id, then the batch summary."""
-    import os
-
-    from workbench.core.project import runs as run_rows
-    from workbench.core.project.store import utc_now
     from workbench.core.runs.batch import expand_batch
+    from workbench.services.runs.batches import create_batch
     from workbench.services.runs.preflight import preflight
     from workbench.services.runs.runner import Runner
 
-    spec, runs = expand_batch(data)  # every run's configuration, validated
-    preflight(*(run.config for run in runs))  # and every provider they call, before the first starts
+    _, planned = expand_batch(data)  # every run's configuration, validated
+    manual = _decisions(args.decisions)
+    preflight(*(run.config for run in planned))  # and every provider they call, before the first starts
     store = _open_or_create(args.project)
     try:
-        batch_id = f"batch-{utc_now()[:19].replace(':', '').replace('-', '')}-{os.urandom(2).hex()}"
-        run_rows.create_batch(store, batch_id, spec.name, data)
+        batch_id, ids = create_batch(store, data, Runner(store))
         print(batch_id, flush=True)
-        creator = Runner(store)
-        ids = [creator.create(r.config, label=r.label, batch_id=batch_id, replicate=r.replicate) for r in runs]
-        summaries = []
-        for run_id in ids:
-            print(run_id, flush=True)
-            code = _execute(store, lambda runner, rid=run_id: runner.execute(rid), args.quiet)
-            run = run_rows.get_run(store, run_id)
-            summaries.append(run.summary)
-            if code != 0 and run.status == "interrupted":
-                break  # cancelled or rate-limited: the rest of the batch waits for a resume
+        return _finish_batch(store, batch_id, ids, args, manual)
     finally:
         store.close_connection()
-    done = sum(s.get("status") == "completed" for s in summaries)
+
+
+def _finish_batch(store, batch_id: str, ids: list[str], args: argparse.Namespace, manual) -> int:
+    """Run the batch's runs not yet completed, in order; print the batch summary; the batch's exit
+    code is the one that wins over its runs' (SPEC §6)."""
+    from workbench.core.project import runs as run_rows
+
+    codes: list[int] = []
+    for run_id in ids:
+        run = run_rows.get_run(store, run_id)
+        if run.status == "completed":
+            codes.append(exit_code(run.summary)[0])
+            continue
+        print(run_id, flush=True)
+        codes.append(_execute(store, lambda runner, rid=run_id: runner.execute(rid), args.quiet, manual))
+        if run_rows.get_run(store, run_id).status == "interrupted":
+            break  # cancelled, rate-limited or waiting for a person: the rest waits for a resume
+    statuses = [run_rows.get_run(store, i).status for i in ids]
+    done = statuses.count("completed")
     print(json.dumps({"batch_id": batch_id, "runs": len(ids), "completed": done,
-                      "status": "completed" if done == len(ids) else "interrupted"}))
-    return 0 if done == len(ids) else 1
+                      "status": "completed" if done == len(ids) else "interrupted",
+                      "statuses": {s: statuses.count(s) for s in sorted(set(statuses))}}))
+    if INTERRUPTED_BY_USER in codes:
+        return INTERRUPTED_BY_USER
+    code = worst(codes + ([3] if done + statuses.count("failed") < len(ids) else []))
+    if code == 3 and done < len(ids):
+        print(f"rwb: batch {batch_id}: {len(ids) - done} of {len(ids)} runs not completed; "
+              f"rwb resume {batch_id} finishes it", file=sys.stderr)
+    return code
 
 
 def run_resume(args: argparse.Namespace) -> int:
     from workbench.core.project import runs as run_rows
     from workbench.core.project.store import Store
     from workbench.core.runs.config import parse_run_config
-    from workbench.services.runs.preflight import preflight
     from workbench.services.runs.owners import mark_stale_runs
+    from workbench.services.runs.preflight import preflight
 
+    manual = _decisions(args.decisions)
     store = Store.open(args.project)
     try:
         mark_stale_runs(store)
         run = run_rows.get_run(store, args.run_id)
+        if run is None and run_rows.batch_config(store, args.run_id) is not None:
+            return _resume_batch(store, args.run_id, args, manual)
         if run is not None and run.status != "completed":  # the stored configuration, checked again
             preflight(parse_run_config(run.config, stored=True))  # here, so exit 2 before any output
         print(args.run_id, flush=True)
-        return _execute(store, lambda runner: runner.execute(args.run_id), args.quiet)
+        return _execute(store, lambda runner: runner.execute(args.run_id), args.quiet, manual)
     finally:
         store.close_connection()
+
+
+def _resume_batch(store, batch_id: str, args: argparse.Namespace, manual) -> int:
+    from workbench.core.project import runs as run_rows
+    from workbench.core.runs.config import parse_run_config
+    from workbench.services.runs.batches import complete_batch
+    from workbench.services.runs.preflight import preflight
+    from workbench.services.runs.runner import Runner
+
+    ids = complete_batch(store, batch_id, Runner(store))  # the runs a killed batch never made
+    pending = [r for r in (run_rows.get_run(store, i) for i in ids) if r.status != "completed"]
+    preflight(*(parse_run_config(r.config, stored=True) for r in pending))
+    print(batch_id, flush=True)
+    return _finish_batch(store, batch_id, ids, args, manual)
 
 
 def run_replay(args: argparse.Namespace) -> int:
@@ -197,11 +291,12 @@ def run_runs(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+    from workbench.commands.io import check_output, write_output
     from workbench.core.project import export as run_export
     from workbench.core.project.store import Store
 
+    if args.out:
+        check_output(args.out, force=args.force)  # refused before the project is even opened
     store = Store.open(args.project)
     try:
         render = {"jsonl": run_export.to_jsonl, "csv": run_export.to_csv, "md": run_export.to_markdown}[args.format]
@@ -209,7 +304,7 @@ def run_export(args: argparse.Namespace) -> int:
     finally:
         store.close_connection()
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        write_output(args.out, text if text.endswith("\n") else text + "\n", force=args.force)
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0

@@ -40,6 +40,15 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--port", f"must be from 0 to 65535, not {args.port}")
     if not args.http and (args.allow_host or args.allow_origin or args.port):
         raise InputError("--http", "--port, --allow-host and --allow-origin only apply with --http")
+    if args.log_file:  # appended to, never replaced; but it must be a file in an existing folder
+        from pathlib import Path
+
+        from workbench.core.project.files import ProjectError, check_destination
+
+        try:
+            check_destination(Path(args.log_file), overwrite=True)
+        except ProjectError as exc:
+            raise InputError("--log-file", str(exc)) from None
     configure_logging(args.log_file, args.log_level)
     store = Store.open(args.project)
     if store.read_only:

@@ -281,6 +281,8 @@ class MainWindow(QMainWindow):
         report = store.report
         if report.read_only:
             self.notices.set_banner("warning", report.read_only_reason or "This project is open read-only.")
+        elif report.recovered:
+            self.notices.set_banner("info", report.recovered)
         elif report.migrated_from is not None:
             self.notices.set_banner(
                 "info", f"This project was upgraded from schema v{report.migrated_from} to "

@@ -18,7 +18,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.core import limits
 from workbench.core.errors import InputError
+from workbench.core.limits import decode_json
 from workbench.core.protocols.arm import metrics_report, parse_run, parse_trace, trace_to_upstream
 from workbench.core.protocols.arm.fields import TRACE_FIELD_MAP
 from workbench.core.project.store import Store, utc_now
@@ -109,14 +111,37 @@ def trace_from_columns(row: dict) -> dict:
 
 def import_arm_file(store: Store, path: Path | str) -> ImportResult:
     path = Path(path)
+    raw = _read_trace_file(path)
     try:
-        raw = path.read_bytes()
-        data = json.loads(raw.decode("utf-8"))
-    except FileNotFoundError:
-        raise InputError(str(path), "no such file") from None
+        data = decode_json(raw.decode("utf-8"), path.name)  # within the depth and size limits
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(path.name, f"not an ARM trace: it is not valid JSON ({exc})") from None
     return import_arm_json(store, data, source=path.name, sha256=hashlib.sha256(raw).hexdigest())
+
+
+def _read_trace_file(path: Path) -> bytes:
+    """The file's bytes: a regular file (or a pipe) of at most ``limits.MAX_INPUT_BYTES``; else InputError."""
+    import os
+    import stat
+
+    try:
+        with path.open("rb") as fh:
+            mode = os.fstat(fh.fileno()).st_mode
+            if stat.S_ISDIR(mode):
+                raise InputError(str(path), "is a folder, not a trace file")
+            if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+                raise InputError(str(path), "is not a regular file (a socket or a device)")
+            raw = fh.read(limits.MAX_INPUT_BYTES + 1)
+    except FileNotFoundError:
+        raise InputError(str(path), "no such file") from None
+    except IsADirectoryError:
+        raise InputError(str(path), "is a folder, not a trace file") from None
+    except OSError as exc:
+        raise InputError(str(path), f"cannot be read: {exc.strerror or exc}") from None
+    if len(raw) > limits.MAX_INPUT_BYTES:
+        raise InputError(str(path), f"is too large (more than {limits.MAX_INPUT_BYTES:,} bytes, "
+                                    "the most a command reads)")
+    return raw
 
 
 def import_arm_json(store: Store, data: object, *, source: str, sha256: str) -> ImportResult:
@@ -124,13 +149,15 @@ def import_arm_json(store: Store, data: object, *, source: str, sha256: str) -> 
         raise InputError(source, "not an ARM trace: expected a JSON object with 'r1' (and usually 'r2')")
     run = parse_run(data)
     run_id = f"arm-{sha256[:12]}"
-    existing = _sql.get(store, "runs", run_id)
-    if existing is not None:
-        return ImportResult(source, run_id, run.generation, _sql.count(store, "traces", "run_id = ?", (run_id,)), True)
+    if (already := _already_imported(store, run_id, sha256, source, run.generation)) is not None:
+        return already
     report = metrics_report(data)
     now = utc_now()
     upstream = {k: v for k, v in data.items() if k not in ("r1", "r2")}
     with _sql.write(store) as tx:
+        # Checked again inside the write transaction: two imports of one file at once store it once.
+        if (already := _already_imported(store, run_id, sha256, source, run.generation)) is not None:
+            return already
         tx.insert("runs", {
             "id": run_id, "protocol": "arm", "label": Path(source).stem, "status": "completed", "source": "import",
             "config_json": {"question": run.question, "providers": run.providers},
@@ -154,6 +181,19 @@ def import_arm_json(store: Store, data: object, *, source: str, sha256: str) -> 
                                      "agent_id": role, "source_json": trace_json, "created_at": now, **columns})
                 count += 1
     return ImportResult(source, run_id, run.generation, count)
+
+
+def _already_imported(store: Store, run_id: str, sha256: str, source: str, generation: str) -> ImportResult | None:
+    """The earlier import of the same file (same sha256), or None. A run that holds this id for
+    different content is never merged with it: the import is refused."""
+    existing = _sql.get(store, "runs", run_id)
+    if existing is None:
+        return None
+    stored = (existing["provenance_json"] or {}).get("sha256") if existing["source"] == "import" else None
+    if stored != sha256:
+        raise InputError(source, f"its run id {run_id} is already taken by another run in this project "
+                                 "(different content); it was not imported")
+    return ImportResult(source, run_id, generation, _sql.count(store, "traces", "run_id = ?", (run_id,)), True)
 
 
 def export_arm_run(store: Store, run_id: str) -> dict:

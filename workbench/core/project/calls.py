@@ -60,6 +60,17 @@ def counts(store: Store, run_id: str) -> CallCounts:
     return counts_by_run(store, [run_id]).get(run_id, CallCounts())
 
 
+def commonest_error(store: Store, run_id: str) -> str:
+    """The error most of the run's failed calls ended with, and how many ended so."""
+    rows = _sql.tuples(store, "SELECT coalesce(error, error_kind, status), count(*) AS n FROM llm_calls "
+                              "WHERE run_id = ? AND status NOT IN ('ok', 'invalid') "
+                              "GROUP BY 1 ORDER BY n DESC, 1 LIMIT 1", (run_id,))
+    if not rows:
+        return "no error recorded"
+    error, n = rows[0]
+    return f"{n} × {error}" if n > 1 else str(error)
+
+
 # ----- one run's call log (the Live Run panel) ----------------------------------------------------
 @dataclass(frozen=True)
 class LoggedCall:

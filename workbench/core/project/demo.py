@@ -2,6 +2,11 @@
 
 ``make run`` opens it. It is rebuilt whenever the spec is newer than the built file, so the
 demo always matches the repository; edit a copy (File > Save As) to keep changes.
+
+The demo is built under a temporary name beside its destination and moved into place once
+complete, so an interrupted build never leaves half a demo under the real name. An existing
+file is replaced only when the caller says so (``rwb demo --out FILE --force``); the default
+demo path is the workbench's own and is rebuilt, but only over a workbench project.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ import os
 from pathlib import Path
 
 from workbench.core.runs.providers import ClusterConfig, ProviderConfig
+from workbench.core.project.files import ProjectError, check_destination, publish, read_header, temporary_beside
+from workbench.core.project.schema import APPLICATION_ID
 from workbench.core.project.store import Store, utc_now
 from workbench.core.project import _sql
 
@@ -27,15 +34,50 @@ def ensure_demo(dest: Path, spec: Path = DEMO_SPEC) -> Path:
     """Build the demo unless an up-to-date build already exists."""
     if dest.exists() and dest.stat().st_mtime >= spec.stat().st_mtime:
         return dest
-    return build_demo(dest, spec)
+    return build_default_demo(dest, spec)
 
 
-def build_demo(dest: Path, spec: Path = DEMO_SPEC) -> Path:
+def build_default_demo(dest: Path, spec: Path = DEMO_SPEC) -> Path:
+    """(Re)build the demo at the workbench's own demo path: its folder is made if missing, and an
+    earlier build is replaced, but a file there that is not a workbench project never is."""
+    if os.path.lexists(dest):
+        try:
+            ours = read_header(dest, check_size=False).application_id == APPLICATION_ID
+        except ProjectError:
+            ours = False
+        if not ours:
+            raise ProjectError("exists", dest, f"{dest} is not a workbench project, so the demo does not "
+                                               "replace it; give another path with --out.")
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ProjectError("io", dest, f"{dest.parent} cannot be made: {exc.strerror or exc}.") from None
+    return build_demo(dest, spec, overwrite=True)
+
+
+def build_demo(dest: Path, spec: Path = DEMO_SPEC, *, overwrite: bool = False) -> Path:
+    """Build the demo into ``dest``; an existing ``dest`` is replaced only with ``overwrite``."""
     data = json.loads(spec.read_text(encoding="utf-8"))
     providers = [ProviderConfig.model_validate(p) for p in data["providers"]]
     clusters = [ClusterConfig.model_validate(c) for c in data["clusters"]]
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    store = Store.create(dest, data["name"], overwrite=True)
+    dest = Path(dest).absolute()
+    check_destination(dest, overwrite=overwrite)
+    tmp = temporary_beside(dest, "building")
+    try:
+        try:
+            store = Store.create(tmp, data["name"])
+        except ProjectError as exc:  # named after the destination, not the temporary file
+            raise ProjectError(exc.kind, dest, str(exc).replace(tmp.name, str(dest), 1)) from None
+        _fill(store, data, providers, clusters)
+        publish(tmp, dest, overwrite=overwrite)
+    except OSError as exc:
+        raise ProjectError("io", dest, f"{dest} cannot be written: {exc.strerror or exc}.") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return dest
+
+
+def _fill(store: Store, data: dict, providers: list[ProviderConfig], clusters: list[ClusterConfig]) -> None:
     try:
         now = utc_now()
         with _sql.write(store) as tx:
@@ -63,4 +105,3 @@ def build_demo(dest: Path, spec: Path = DEMO_SPEC) -> Path:
                 tx.upsert("settings", {"key": key, "value_json": value})
     finally:
         store.close_connection()
-    return dest

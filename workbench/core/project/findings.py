@@ -19,6 +19,10 @@ CLI all see one truth. Rules it keeps:
 - The history keeps every vote; an agent's latest *valid* vote is the one that counts. Results
   are computed from each agent's latest valid vote only (one SQL query), so a finding with
   thousands of votes costs no more than one with a handful.
+- A finding is its id *and* its claim. The same id with the same claim is the same finding (a
+  retried ``create_finding``, or a second run over the same findings, adds votes to it); the same
+  id with a different claim is refused, so votes cast on one claim can never be counted for, or
+  replace the votes of, another (:func:`claim_findings`, :func:`check_findings`).
 
 Reads run outside any transaction. Each thread uses its own connection; the caller closes it
 (``store.close_connection()``) when the thread is done with the store.
@@ -37,6 +41,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from workbench.core.errors import InputError, from_pydantic
+from workbench.core.limits import MAX_CLAIM_CHARS, MAX_NAME_CHARS
 from workbench.core.project.files import ProjectError
 from workbench.core.protocols.findings.book import (
     DEFAULT_THRESHOLD,
@@ -56,8 +61,8 @@ T = TypeVar("T")
 #: How often a transaction that met a lock held past the busy timeout is retried.
 LOCK_RETRIES = 2
 #: Limits on what a client may store (characters), so one call cannot bloat the file.
-MAX_TEXT = 20_000
-MAX_NAME = 200
+MAX_TEXT = MAX_CLAIM_CHARS  # a claim or a vote's reason (reasons have the same limit: MAX_RATIONALE_CHARS)
+MAX_NAME = MAX_NAME_CHARS
 MAX_CONTEXT_BYTES = 100_000
 #: ``history`` returns at most this many votes unless asked for more.
 DEFAULT_HISTORY_LIMIT = 200
@@ -184,10 +189,14 @@ class FindingsStore:
                "created_by": created_by, "created_at": utc_now()}
 
         def write() -> None:
-            with _sql.write(self.store) as tx:
-                if _sql.count(self.store, "findings", "id = ?", (finding_id,)):
-                    raise InputError("finding_id", f"a finding with id {finding_id!r} already exists")
-                tx.insert("findings", row)
+            with _sql.write(self.store) as tx:  # checked inside the transaction: no other writer in between
+                existing = _sql.get(self.store, "findings", finding_id)
+                if existing is None:
+                    tx.insert("findings", row)
+                elif not same_claim(existing["claim"], claim):
+                    raise InputError("finding_id", f"a finding with id {finding_id!r} already exists with "
+                                                   "another claim; choose another id")
+                # else: the same id and the same claim is the same finding (a retried call)
 
         self._retrying(write)
         return self.summary(finding_id)
@@ -371,6 +380,48 @@ class FindingsStore:
                 created_by=f["created_by"], run_id=f["run_id"], created_at=f["created_at"],
                 last_vote_at=c.get("last_vote_at")))
         return out
+
+
+def same_claim(stored: object, claim: object) -> bool:
+    """Whether two claims are the same claim (ignoring leading and trailing whitespace)."""
+    return isinstance(stored, str) and isinstance(claim, str) and stored.strip() == claim.strip()
+
+
+def _conflicts(store: Store, findings: Sequence[Mapping[str, Any]]) -> InputError | None:
+    """The first finding whose id is taken by a finding with another claim (here or earlier in the list)."""
+    seen: dict[str, str] = {}
+    for index, spec in enumerate(findings):
+        fid, claim = spec.get("id"), spec.get("claim")
+        if not isinstance(fid, str) or not isinstance(claim, str):
+            continue  # the config model names those errors
+        if fid in seen and not same_claim(seen[fid], claim):
+            return InputError(f"findings[{index}].id", f"{fid!r} is given twice with different claims")
+        seen.setdefault(fid, claim)
+        row = _sql.get(store, "findings", fid)
+        if row is not None and not same_claim(row["claim"], claim):
+            shown = row["claim"] if len(row["claim"]) <= 60 else row["claim"][:57] + "..."
+            return InputError(f"findings[{index}].id",
+                              f"finding {fid!r} already exists in this project with another claim ({shown!r}); "
+                              "give this finding another id")
+    return None
+
+
+def check_findings(store: Store, findings: Sequence[Mapping[str, Any]]) -> None:
+    """Refuse, before anything is written or spent, findings whose ids collide with another claim."""
+    if (error := _conflicts(store, findings)) is not None:
+        raise error
+
+
+def claim_findings(tx: _sql.Transaction, run_id: str, findings: Sequence[Mapping[str, Any]]) -> None:
+    """Inside a run's write transaction: add the run's findings that are new, keep those already
+    here with the same claim, and refuse (InputError, nothing written) an id held by another claim."""
+    check_findings(tx.store, findings)
+    now = utc_now()
+    for spec in findings:
+        if _sql.get(tx.store, "findings", spec["id"]) is None:
+            tx.insert("findings", {"id": spec["id"], "claim": spec["claim"], "context_json": spec.get("context") or {},
+                                   "threshold": spec.get("threshold"), "run_id": run_id, "created_by": "run",
+                                   "created_at": now})
 
 
 def _vote_row(request: VoteRequest) -> dict:

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from workbench.core.limits import clip_reply
 from workbench.core.project.changes import Changes
 from workbench.core.runs.config import RunConfig
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply
 from workbench.core.project._sql import Transaction
 from workbench.core.project.finding_scores import refresh_scores
+from workbench.core.project.findings import claim_findings
 from workbench.core.project.store import Store, utc_now
 from workbench.core.project import _sql
 
@@ -33,6 +35,20 @@ class CallRecord:
     gateway: dict[str, Any] = field(default_factory=dict)  # CallResult.record() or the sim's equivalent
 
 
+def clipped(rec: CallRecord) -> CallRecord:
+    """``rec`` with a reply (and raw body) longer than MAX_REPLY_CHARS cut, for storage and for the
+    protocol alike, and a note in the reply's meta (``clipped``: full length and sha256). A paid
+    reply is the only record of what the model said: it is kept, never refused (docs/limits.md)."""
+    text, note = clip_reply(rec.reply.text)
+    raw = rec.gateway.get("response_raw")
+    raw, raw_note = clip_reply(raw) if isinstance(raw, str) else (raw, None)
+    if note is None and raw_note is None:
+        return rec
+    meta = {**rec.reply.meta, **({"clipped": note} if note else {}), **({"response_raw_clipped": raw_note} if raw_note else {})}
+    gateway = {**rec.gateway, "response_raw": raw} if raw_note else rec.gateway
+    return replace(rec, reply=replace(rec.reply, text=text, meta=meta), gateway=gateway)
+
+
 def prepare_run(store: Store, run_id: str, cfg: RunConfig) -> Changes:
     """Rows a protocol needs before its first call (the findings voted on, the CONS question)."""
     with _sql.write(store) as tx:
@@ -43,11 +59,8 @@ def prepare_run(store: Store, run_id: str, cfg: RunConfig) -> Changes:
 def _prepare(tx: Transaction, run_id: str, cfg: RunConfig) -> None:
     now = utc_now()
     if cfg.protocol == "findings":
-        for f in cfg.findings:
-            tx.execute("INSERT OR IGNORE INTO findings (id, claim, context_json, threshold, run_id, created_by, created_at) "
-                       "VALUES (?, ?, ?, ?, ?, 'run', ?)",
-                       (f["id"], f["claim"], json.dumps(f.get("context") or {}), f.get("threshold"), run_id, now),
-                       tables=("findings",))
+        # A finding is its id and its claim: an id held by another claim is refused, never reused.
+        claim_findings(tx, run_id, cfg.findings)
     elif cfg.protocol == "cons":
         tx.execute("INSERT OR IGNORE INTO cons_questions (id, run_id, question, options_json, consensus_threshold, "
                    "min_voters, max_challenge_rounds, single_claim, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -69,7 +82,7 @@ def record_call(store: Store, run_id: str, round_id: int, rec: CallRecord, cfg: 
             "run_id": run_id, "round_id": round_id, "step_key": call.key, "agent_id": call.agent,
             "provider": rec.provider, "model": g.get("model"), "purpose": call.purpose,
             "sample_index": g.get("sample_index", 0), "attempts": g.get("attempts", 1),
-            "request_json": g.get("request") or {"messages": list(call.messages)},
+            "request_json": {**(g.get("request") or {"messages": list(call.messages)}), **_fence(call)},
             "reply_text": reply.text, "response_raw": g.get("response_raw"),
             # The reply's metadata as the protocol saw it, so a resumed run sees the same reply.
             "response_json": {"reply_meta": reply.meta},
@@ -83,6 +96,14 @@ def record_call(store: Store, run_id: str, round_id: int, rec: CallRecord, cfg: 
         if valid is False:
             tx.update("llm_calls", call_id, {"status": "invalid"})
     return call_id, tx.changes
+
+
+def _fence(call: AgentCall) -> dict:
+    """The call's fence, kept with the request for audit: the name its untrusted text was fenced
+    with (fresh per call, see protocols.shared.fencing) and how many forged fence lines it escaped."""
+    if not call.meta.get("delimiter"):
+        return {}
+    return {"fence": {"delimiter": call.meta["delimiter"], "escapes": call.meta.get("fence_escapes", 0)}}
 
 
 def _call_status(reply: AgentReply, g: dict) -> str:
@@ -111,11 +132,12 @@ def _record_protocol_rows(tx: Transaction, run_id: str, round_id: int, call_id: 
         from workbench.core.protocols.rcp.run import ParsedVote, parse_ballot, parse_vote
 
         if call.purpose == "vote":
-            votes = {call.meta["artifact"]: parse_vote(text) if reply.ok else ParsedVote(None, "failed", reply.error or "")}
+            votes = {call.meta["artifact"]: parse_vote(text, call.meta.get("delimiter")) if reply.ok
+                     else ParsedVote(None, "failed", reply.error or "")}
             positions = {call.meta["artifact"]: call.meta.get("presentation_index")}
         else:
             labels = call.meta["labels"]
-            parsed = parse_ballot(text, list(labels))
+            parsed = parse_ballot(text, list(labels), call.meta.get("delimiter"))
             votes = {labels[lab]: v for lab, v in parsed.items()}
             positions = {key: i for i, key in enumerate(labels.values())}
         for artifact, vote in votes.items():
@@ -133,7 +155,7 @@ def _record_protocol_rows(tx: Transaction, run_id: str, round_id: int, call_id: 
             return None
         from workbench.core.protocols.findings.run import parse_finding_vote
 
-        parsed = parse_finding_vote(call.agent, text)
+        parsed = parse_finding_vote(call.agent, text, call.meta.get("delimiter"))
         vote = parsed.vote
         tx.insert("finding_votes", {
             "finding_id": call.meta["finding"], "agent": call.agent, "vote_type": vote.vote_type.value if vote else None,
@@ -147,7 +169,7 @@ def _record_protocol_rows(tx: Transaction, run_id: str, round_id: int, call_id: 
             return None
         from workbench.core.protocols.cons.run import parse_ballot_reply
 
-        parsed = parse_ballot_reply(call.agent, text)
+        parsed = parse_ballot_reply(call.agent, text, call.meta.get("delimiter"))
         b = parsed.ballot or {}
         tx.insert("cons_ballots", {
             "question_id": _question_id(cfg, run_id), "challenge_round": call.meta.get("challenge_round", 0),
@@ -160,7 +182,7 @@ def _record_protocol_rows(tx: Transaction, run_id: str, round_id: int, call_id: 
         from workbench.core.project.arm_import import trace_columns
         from workbench.core.protocols.arm import parse_reply
 
-        trace = parse_reply(reply.text, reply.meta, error=reply.error)
+        trace = parse_reply(reply.text, reply.meta, error=reply.error, fence=call.meta.get("delimiter"))
         attempt = int(m.group(1)) + 1 if (m := re.match(r"fap/\w+/(\d+)$", call.key)) else 1
         tx.insert("traces", {"run_id": run_id, "round_id": round_id, "round_no": call.round_no, "role": call.agent,
                              "agent_id": call.agent, "attempt": attempt, "is_current": int(attempt == 1),

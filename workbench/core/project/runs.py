@@ -95,6 +95,17 @@ def run_list(store: Store, limit: int = 2000) -> list[RunListRow]:
             in _sql.tuples(store, _RUN_LIST, (limit,))]
 
 
+def batch_runs(store: Store, batch_id: str) -> list[Run]:
+    """The runs of a batch, in the order they were made (the batch's own order)."""
+    return [Run.from_row(r) for r in _sql.rows(store, "runs", "batch_id = ?", (batch_id,), order_by="rowid")]
+
+
+def batch_config(store: Store, batch_id: str) -> dict | None:
+    """The configuration a batch was started from, or None when there is no such batch."""
+    row = _sql.get(store, "batches", batch_id)
+    return row["config_json"] if row else None
+
+
 # ----- writing -------------------------------------------------------------------------------
 def create_run(store: Store, *, run_id: str, protocol: str, label: str, config: dict, seed: int | None,
                dispatch: str | None, simulated: bool, batch_id: str | None = None,

@@ -8,7 +8,11 @@ server share. Rules this module keeps:
   :class:`Changes` they made, so each screen decides whether to refresh;
 - WAL only on SQLite >= 3.51.3: older versions have the WAL-reset corruption bug;
 - a file is checked read-only before anything can write to it, and migrated only after a
-  backup copy is made with the SQLite backup API.
+  backup copy is made with the SQLite backup API;
+- a file left mid-write by a program that was killed (a "hot" rollback journal beside it) is
+  recovered by SQLite itself, never by deleting the journal: it is opened read-write so that
+  SQLite plays the journal back, then checked with ``integrity_check``; the recovery is
+  reported (:attr:`OpenReport.recovered`, and to the notice handler, which the CLI prints).
 """
 
 from __future__ import annotations
@@ -26,11 +30,31 @@ from pathlib import Path
 import sqlite_utils
 
 from workbench import __version__
-from workbench.core.project.files import ProjectError, read_header
+from workbench.core.project.files import (
+    ProjectError,
+    check_destination,
+    notice,
+    publish,
+    read_header,
+    temporary_beside,
+)
 from workbench.core.project.schema import AFTER_STEP, APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
-BUSY_TIMEOUT_MS = 15_000
+
+def _busy_timeout_from_env(default: int = 15_000) -> int:
+    """``RWB_BUSY_TIMEOUT_MS`` (100 ms to 10 min) shortens or lengthens the wait for a lock; tests
+    of a locked file use it so they need not wait 15 s. Anything else keeps the default."""
+    try:
+        value = int(os.environ.get("RWB_BUSY_TIMEOUT_MS", ""))
+    except ValueError:
+        return default
+    return value if 100 <= value <= 600_000 else default
+
+
+BUSY_TIMEOUT_MS = _busy_timeout_from_env()
 WAL_SAFE_SQLITE = (3, 51, 3)
+#: SQLite's extended result code for "a hot journal needs rolling back, but the connection is read-only".
+SQLITE_READONLY_ROLLBACK = 776
 
 
 def utc_now() -> str:
@@ -52,6 +76,7 @@ class OpenReport:
     read_only_reason: str | None = None
     migrated_from: int | None = None
     backup_path: Path | None = None
+    recovered: str | None = None  # what was recovered on opening (an interrupted write), for a banner
 
 
 class Store:
@@ -68,11 +93,10 @@ class Store:
     def create(cls, path: Path | str, name: str | None = None, *, overwrite: bool = False) -> Store:
         """Create a new, empty project. The file appears only once it is complete."""
         path = Path(path).absolute()
-        if path.exists() and not overwrite:
-            raise ProjectError("exists", path, f"{path.name} already exists; choose another name.")
-        tmp = path.with_name(path.name + ".creating")
-        tmp.unlink(missing_ok=True)
+        check_destination(path, overwrite=overwrite)
+        tmp = temporary_beside(path, "creating")
         try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # the OS says why it cannot
             conn = _connect(tmp, create=True)
             try:
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -85,10 +109,13 @@ class Store:
                     )
             finally:
                 conn.close()
-            os.replace(tmp, path)
+            publish(tmp, path, overwrite=overwrite)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             raise ProjectError("io", path, f"{path.name} cannot be created: {exc.strerror or exc}.") from None
+        except sqlite3.Error as exc:
+            raise ProjectError("io", path, f"{path.name} cannot be created: {exc}.") from None
+        finally:
+            tmp.unlink(missing_ok=True)
         return cls(path, OpenReport(schema_version=SCHEMA_VERSION))
 
     @classmethod
@@ -101,13 +128,14 @@ class Store:
         write that comes first runs the check itself before it writes anything.
         """
         path = Path(path).absolute()
+        recovered = _recover_hot_journal(path)
         read_header(path)
         version = _check_identity(path, quick_check=not check_later)
         if check_later and version < SCHEMA_VERSION:
             cls(path, OpenReport(schema_version=version, read_only=True)).check()  # before migrating
         if version > SCHEMA_VERSION:
             return cls(path, OpenReport(
-                schema_version=version, read_only=True,
+                schema_version=version, read_only=True, recovered=recovered,
                 read_only_reason=(
                     f"This project was saved by a newer Resonance Workbench (file schema v{version}; "
                     f"this version understands up to v{SCHEMA_VERSION}). It is open read-only, so "
@@ -115,13 +143,17 @@ class Store:
             ))
         if not _writable(path):
             return cls(path, OpenReport(
-                schema_version=version, read_only=True,
+                schema_version=version, read_only=True, recovered=recovered,
                 read_only_reason=f"{path.name} (or its folder) is not writable, so it is open read-only.",
             ))
         backup = None
         if version < SCHEMA_VERSION:
-            backup = path.with_name(
-                f"{path.stem}.v{version}-backup-{datetime.now():%Y%m%d-%H%M%S}{path.suffix}")
+            stem = f"{path.stem}.v{version}-backup-{datetime.now():%Y%m%d-%H%M%S}"
+            backup = path.with_name(stem + path.suffix)
+            for n in range(2, 100):  # never replace an earlier backup, even one made this second
+                if not os.path.lexists(backup):
+                    break
+                backup = path.with_name(f"{stem}-{n}{path.suffix}")
             _backup_file(path, backup)
         conn = _connect(path)
         try:
@@ -141,7 +173,7 @@ class Store:
             conn.close()
         store = cls(path, OpenReport(
             schema_version=SCHEMA_VERSION,
-            migrated_from=version if backup else None, backup_path=backup,
+            migrated_from=version if backup else None, backup_path=backup, recovered=recovered,
         ))
         store.checked = not check_later or backup is not None
         return store
@@ -215,9 +247,8 @@ class Store:
         dest = Path(dest).absolute()
         if dest == self.path:
             raise ProjectError("exists", dest, "Save As needs a different file from the open one.")
-        if dest.exists() and not overwrite:
-            raise ProjectError("exists", dest, f"{dest.name} already exists; choose another name.")
-        _backup_file(self.path, dest, source=self._connection())
+        check_destination(dest, overwrite=overwrite)
+        _backup_file(self.path, dest, source=self._connection(), overwrite=overwrite)
         return dest
 
 
@@ -259,9 +290,9 @@ def _migrate(conn: sqlite3.Connection, from_version: int) -> None:
             raise
 
 
-def _backup_file(src_path: Path, dest: Path, source: sqlite3.Connection | None = None) -> None:
-    tmp = dest.with_name(dest.name + ".saving")
-    tmp.unlink(missing_ok=True)
+def _backup_file(src_path: Path, dest: Path, source: sqlite3.Connection | None = None, *,
+                 overwrite: bool = False) -> None:
+    tmp = temporary_beside(dest, "saving")
     src = source or _connect(src_path, read_only=True)
     try:
         target = sqlite3.connect(tmp)
@@ -269,11 +300,13 @@ def _backup_file(src_path: Path, dest: Path, source: sqlite3.Connection | None =
             src.backup(target)
         finally:
             target.close()
-        os.replace(tmp, dest)
+        publish(tmp, dest, overwrite=overwrite)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise ProjectError("io", dest, f"{dest.name} cannot be written: {exc.strerror or exc}.") from None
+    except sqlite3.Error as exc:
+        raise explain(dest, exc) from None
     finally:
+        tmp.unlink(missing_ok=True)
         if source is None:
             src.close()
 
@@ -281,6 +314,80 @@ def _backup_file(src_path: Path, dest: Path, source: sqlite3.Connection | None =
 def _writable(path: Path) -> bool:
     # The rollback journal is created beside the file, so the folder must be writable too.
     return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def _journal_of(path: Path) -> Path | None:
+    """The rollback journal (or WAL) beside ``path`` if one is there with something in it."""
+    for suffix in ("-journal", "-wal"):
+        journal = path.with_name(path.name + suffix)
+        try:
+            if journal.is_file() and journal.stat().st_size > 0:
+                return journal
+        except OSError:
+            continue
+    return None
+
+
+def _recover_hot_journal(path: Path) -> str | None:
+    """Let SQLite play back the journal a killed writer left, if there is one; returns the notice.
+
+    A journal is "hot" only when no live program holds the file's write lock; SQLite decides
+    that, so a read-only probe comes first: if it reads, the journal belongs to a live writer
+    (or is not hot) and nothing is done. If it cannot read because the journal must be rolled
+    back, the file is opened read-write (the first read rolls it back, under SQLite's own
+    locks), and then must pass ``integrity_check``. A file that is not a workbench project, or
+    that cannot be written, is refused and left exactly as it is.
+    """
+    journal = _journal_of(path)
+    if journal is None:
+        return None
+    header = read_header(path, check_size=False)  # a regular SQLite file, or refused untouched
+    name = path.name
+    try:
+        probe = _connect(path, read_only=True)
+        try:
+            probe.execute("PRAGMA schema_version").fetchone()
+            return None  # readable: no journal needed rolling back
+        finally:
+            probe.close()
+    except sqlite3.Error as exc:
+        if not _is_hot_journal_error(exc):
+            raise explain(path, exc) from None
+    if header.application_id != APPLICATION_ID:
+        other = f" (it belongs to another application, id {header.application_id:#x})" if header.application_id else ""
+        raise ProjectError("not_project", path, f"{name} is an SQLite database but not a workbench project{other}.")
+    if not _writable(path):
+        raise ProjectError(
+            "hot_journal", path,
+            f"{name} was left mid-write by a program that stopped (its journal {journal.name} is still beside "
+            f"it), and it cannot be repaired here because the file or its folder is not writable. Make them "
+            f"writable and open it again: SQLite then rolls the unfinished write back.")
+    try:
+        conn = _connect(path)
+        try:
+            conn.execute("PRAGMA schema_version").fetchone()  # SQLite rolls the journal back here
+            problems = [row[0] for row in conn.execute("PRAGMA integrity_check(5)")]
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise explain(path, exc) from None
+    if problems != ["ok"]:
+        raise ProjectError(
+            "corrupt", path,
+            f"{name} was left mid-write by a program that stopped, and after SQLite rolled the unfinished "
+            f"write back its integrity_check found: {'; '.join(problems)}. Open a backup copy instead.")
+    message = (f"{name} was left mid-write by a program that stopped; SQLite rolled the unfinished write "
+               f"back from {journal.name}, and the file passed its integrity check. Everything committed "
+               "before the stop is kept.")
+    notice(message)
+    return message
+
+
+def _is_hot_journal_error(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code == SQLITE_READONLY_ROLLBACK or code & 0xFF == sqlite3.SQLITE_READONLY
+    return "readonly" in str(exc)
 
 
 def _check_identity(path: Path, *, quick_check: bool = True) -> int:
@@ -327,10 +434,18 @@ def explain(path: Path, exc: sqlite3.Error) -> ProjectError:
     if "malformed" in text or "corrupt" in text:
         return ProjectError("corrupt", path,
                             f"{name} is damaged and was not opened ({text}). Open a backup copy instead.")
+    if getattr(exc, "sqlite_errorcode", None) == SQLITE_READONLY_ROLLBACK:
+        return ProjectError("hot_journal", path,
+                            f"{name} was left mid-write by a program that stopped; open it again to let "
+                            "SQLite roll the unfinished write back.")
     if "locked" in text or "busy" in text:
         return ProjectError("locked", path,
                             f"{name} is busy: another program kept it locked for "
-                            f"{BUSY_TIMEOUT_MS // 1000} s. Try again when it has finished.")
+                            f"{_seconds(BUSY_TIMEOUT_MS)} s. Try again when it has finished.")
     if "readonly" in text or "read-only" in text:
         return ProjectError("read_only", path, f"{name} cannot be written: {text}.")
     return ProjectError("io", path, f"{name}: {text}.")
+
+
+def _seconds(ms: int) -> str:
+    return f"{ms // 1000}" if ms % 1000 == 0 else f"{ms / 1000:g}"

@@ -17,26 +17,43 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from workbench.core.errors import InputError, from_pydantic
+from workbench.core.errors import InputError
+from workbench.core.limits import (
+    MAX_BATCH_MIXES,
+    MAX_BATCH_QUESTIONS,
+    MAX_BATCH_RUNS,
+    MAX_NAME_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_RUN_AGENTS,
+    SEED_MAX,
+    too_many,
+)
+from workbench.core.protocols.shared.validation import input_error
 from workbench.core.runs.config import RunConfig, parse_run_config
+
+MAX_REPLICATES = 1000
+Name = Annotated[str, Field(max_length=MAX_NAME_CHARS)]
 
 
 class ProviderMix(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
-    name: str = Field(min_length=1)
-    providers: dict[str, str] = Field(default_factory=dict)
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    providers: dict[Name, Name] = Field(default_factory=dict, max_length=MAX_RUN_AGENTS + 1)
 
 
 class BatchSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
-    name: str = ""
-    questions: list[str] = Field(default_factory=list)  # empty: the base config's query
-    provider_mixes: list[ProviderMix] = Field(default_factory=list)  # empty: the base config's providers
-    replicates: int = Field(1, ge=1, le=1000)
+    name: str = Field("", max_length=MAX_NAME_CHARS)
+    questions: list[Annotated[str, Field(max_length=MAX_QUERY_CHARS)]] = Field(
+        default_factory=list, max_length=MAX_BATCH_QUESTIONS)  # empty: the base config's query
+    provider_mixes: list[ProviderMix] = Field(default_factory=list, max_length=MAX_BATCH_MIXES)  # empty: as configured
+    replicates: int = Field(1, ge=1, le=MAX_REPLICATES)
 
 
 @dataclass(frozen=True)
@@ -54,12 +71,17 @@ def expand_batch(data: dict) -> tuple[BatchSpec, list[BatchRun]]:
     try:
         spec = BatchSpec.model_validate(data["batch"])
     except ValidationError as exc:
-        error = from_pydantic(exc)
-        raise InputError(f"batch.{error.field}" if error.field else "batch", error.message) from None
+        raise input_error(exc, "batch") from None
     base = {k: v for k, v in data.items() if k != "batch"}
-    parse_run_config(base)  # the base must be a valid run on its own
+    first = parse_run_config(base)  # the base must be a valid run on its own
     questions = spec.questions or [base.get("query", "")]
     mixes = spec.provider_mixes or [ProviderMix(name="as configured")]
+    total = len(questions) * len(mixes) * spec.replicates
+    if total > MAX_BATCH_RUNS:
+        raise InputError("batch", too_many(total, MAX_BATCH_RUNS, "runs (questions x provider mixes x replicates)"))
+    if first.seed + spec.replicates - 1 > SEED_MAX:  # replicate r runs with seed + r
+        raise InputError("seed", f"with {spec.replicates:,} replicates the last seed would be "
+                         f"{first.seed + spec.replicates - 1:,}, past the largest, {SEED_MAX:,}")
     runs: list[BatchRun] = []
     for qi, question in enumerate(questions):
         for mix in mixes:

@@ -28,9 +28,35 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from workbench.core.errors import InputError
+from workbench.core.limits import (
+    MAX_CLUSTERS,
+    MAX_INPUT_BYTES,
+    MAX_NAME_CHARS,
+    MAX_NOTES_CHARS,
+    MAX_PERSONA_CHARS,
+    MAX_PROVIDERS,
+    MAX_QUERY_CHARS,
+    MAX_RUN_AGENTS,
+    SEED_MAX,
+    SEED_MIN,
+    check_bytes,
+    check_json,
+    decode_json,
+    out_of_range,
+    too_many,
+)
 from workbench.core.protocols.arm.config import ROLES as ARM_ROLES, ArmOptions
 from workbench.core.protocols.cons.config import ConsOptions
 from workbench.core.protocols.echo.config import EchoOptions, check_patterns
@@ -46,18 +72,18 @@ DISPATCH = "concurrent"  # a run's default dispatch; ARM's own default is its op
 class AgentSpec(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    id: str = Field(min_length=1)
-    provider: str = Field(min_length=1)
-    persona: str = ""
-    role: str | None = None  # findings: scout | auditor | dev; ARM: alpha | beta | gamma | silent
+    id: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    provider: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    persona: str = Field("", max_length=MAX_PERSONA_CHARS)
+    role: str | None = Field(None, max_length=MAX_NAME_CHARS)  # findings: scout | auditor | dev; ARM: alpha | beta | gamma | silent
     params: dict[str, Any] = Field(default_factory=dict)  # simulated-agent persona parameters
 
 
 class ClusterSpec(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    name: str = Field(min_length=1)
-    agents: list[AgentSpec] = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    agents: list[AgentSpec] = Field(min_length=1, max_length=MAX_RUN_AGENTS)
     theta: Theta | None = None  # RCP: this cluster's theta (default: the run's)
     weight: Weight | None = None  # RCP: this cluster's weight when ``weighted``
 
@@ -69,16 +95,27 @@ class RunConfigBase(BaseModel):
     needs_query: ClassVar[bool] = True
 
     protocol: str
-    query: str = ""
-    seed: int = 0
+    query: str = Field("", max_length=MAX_QUERY_CHARS)
+    seed: int = Field(0, description=f"a whole number from {SEED_MIN} to 2**63 - 1")
     dispatch: Literal["sequential", "concurrent"] = DISPATCH
-    providers: dict[str, ProviderConfig]
-    clusters: list[ClusterSpec] = Field(min_length=1)
-    reference: str | None = None  # the panel's reference cluster: RCP's, kept with any protocol's panel
-    label: str = ""
+    providers: dict[str, ProviderConfig] = Field(max_length=MAX_PROVIDERS)
+    clusters: list[ClusterSpec] = Field(min_length=1, max_length=MAX_CLUSTERS)
+    reference: str | None = Field(None, max_length=MAX_NAME_CHARS)  # RCP's reference cluster, kept with any panel
+    label: str = Field("", max_length=MAX_NAME_CHARS)
     cache: bool = False  # reuse identical replies (off for sampling studies; the sample index is in the key)
     echo: EchoOptions | None = None  # Resonance Echo around every agent (see echo.wrap)
-    notes: str = ""  # free text: what the run is for, anything a reader should know
+    notes: str = Field("", max_length=MAX_NOTES_CHARS)  # free text: what the run is for, never sent to a model
+
+    @field_validator("seed")
+    @classmethod
+    def _seed_in_range(cls, value: int, info: ValidationInfo) -> int:
+        # Stored as SQLite INTEGER (signed 64-bit); negative seeds are refused too, so one range
+        # holds everywhere (a batch adds the replicate index to it). A run stored before the range
+        # existed may hold a negative seed: it still resumes.
+        low = -SEED_MAX - 1 if (info.context or {}).get("stored") else SEED_MIN
+        if not low <= value <= SEED_MAX:
+            raise ValueError(out_of_range(value, SEED_MIN, SEED_MAX))
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -92,6 +129,9 @@ class RunConfigBase(BaseModel):
     def _panel(self) -> RunConfigBase:
         if self.needs_query and not self.query.strip():
             raise InputError("query", f"required: the question a {self.protocol.upper()} run puts to its agents")
+        agents = sum(len(c.agents) for c in self.clusters)
+        if agents > MAX_RUN_AGENTS:  # an RCP round makes n(n-1) vote calls, each holding an artifact
+            raise InputError("clusters", too_many(agents, MAX_RUN_AGENTS, "agents"))
         for i, cluster in enumerate(self.clusters):
             for j, agent in enumerate(cluster.agents):
                 if agent.provider not in self.providers:
@@ -234,7 +274,7 @@ def parse_run_config(data: object, *, stored: bool = False) -> RunConfig:
         fields = _MODELS[data["protocol"]].model_fields
         data = {k: v for k, v in data.items() if k in fields or k not in _LEGACY_KEYS}
     try:
-        return _ADAPTER.validate_python(data)
+        return _ADAPTER.validate_python(data, context={"stored": stored})
     except ValidationError as exc:
         first = exc.errors()[0]
         if first["type"] in ("union_tag_invalid", "union_tag_not_found"):
@@ -251,10 +291,17 @@ def _without_tag(loc: list) -> list:
 def read_config_file(path: Path | str) -> object:
     """The document in a JSON or YAML configuration file, not yet validated."""
     path = Path(path)
+    if path.exists() and not path.is_dir() and not path.is_file():  # a FIFO or a device: never waited on
+        raise InputError(str(path), "is not a regular file")
     try:
+        check_bytes(path.stat().st_size, path.name, MAX_INPUT_BYTES)
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(str(path), "no such file") from None
+    except IsADirectoryError:
+        raise InputError(str(path), "is a folder, not a file") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(path.name, f"not UTF-8 text (byte {exc.start})") from None
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml
 
@@ -262,9 +309,12 @@ def read_config_file(path: Path | str) -> object:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise InputError(path.name, f"not valid YAML: {exc}") from None
+        except RecursionError:
+            raise InputError(path.name, "nests too deeply") from None
+        check_json(data, path.name)  # depth, and values counted through YAML aliases
     else:
         try:
-            data = json.loads(text)
+            data = decode_json(text, path.name)
         except json.JSONDecodeError as exc:
             raise InputError(path.name, f"not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     return data

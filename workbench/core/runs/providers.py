@@ -11,6 +11,17 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from workbench.core.limits import (
+    MAX_CONCURRENCY,
+    MAX_NAME_CHARS,
+    MAX_NOTES_CHARS,
+    MAX_PERSONA_CHARS,
+    MAX_RETRIES,
+    MAX_RPM,
+    MAX_RUN_AGENTS,
+    MAX_TIMEOUT_S,
+    MAX_URL_CHARS,
+)
 from workbench.core.protocols.rcp.config import DEFAULT_WEIGHT, Theta, Weight
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -20,15 +31,15 @@ SIM_MODEL = "sim"
 class ProviderConfig(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    name: str = Field(min_length=1)
-    model: str = Field(min_length=1, description="a litellm model string, or 'sim'")
-    api_base: str | None = None
-    key_env: str | None = Field(None, alias="api_key_env")
-    key_keyring: str | None = None
-    max_concurrency: int = Field(4, ge=1)
-    rpm: int | None = Field(None, ge=1)
-    timeout_s: float = Field(60.0, gt=0)
-    max_retries: int = Field(3, ge=0)
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    model: str = Field(min_length=1, max_length=MAX_NAME_CHARS, description="a litellm model string, or 'sim'")
+    api_base: str | None = Field(None, max_length=MAX_URL_CHARS)
+    key_env: str | None = Field(None, alias="api_key_env", max_length=MAX_NAME_CHARS)
+    key_keyring: str | None = Field(None, max_length=MAX_NAME_CHARS)
+    max_concurrency: int = Field(4, ge=1, le=MAX_CONCURRENCY)
+    rpm: int | None = Field(None, ge=1, le=MAX_RPM)
+    timeout_s: float = Field(60.0, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
+    max_retries: int = Field(3, ge=0, le=MAX_RETRIES)
 
     @field_validator("key_env")
     @classmethod
@@ -49,19 +60,19 @@ class ProviderConfig(BaseModel):
 class AgentConfig(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    id: str = Field(min_length=1)
-    provider: str | None = None
-    role: str | None = None
-    persona: str = ""
+    id: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    provider: str | None = Field(None, max_length=MAX_NAME_CHARS)
+    role: str | None = Field(None, max_length=MAX_NAME_CHARS)
+    persona: str = Field("", max_length=MAX_PERSONA_CHARS)
     params: dict = Field(default_factory=dict, description="simulated-agent persona parameters")
 
 
 class ClusterConfig(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    name: str = Field(min_length=1)
-    agents: list[AgentConfig]
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    agents: list[AgentConfig] = Field(max_length=MAX_RUN_AGENTS)
     theta: Theta | None = None
     weight: Weight = DEFAULT_WEIGHT
     reference: bool = False
-    description: str = ""
+    description: str = Field("", max_length=MAX_NOTES_CHARS)

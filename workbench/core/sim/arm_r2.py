@@ -22,6 +22,7 @@ import json
 import re
 from typing import Any
 
+from workbench.core.protocols.shared.fencing import NAME as FENCE_NAME
 from workbench.core.sim.arm import (
     FRAME_STEPS,
     MALFORMED,
@@ -41,14 +42,15 @@ from workbench.core.sim.scenarios import Scenario
 from workbench.core.sim.text import Ask, clamp, first_sentence, infer_stance, r2, verdict_for
 
 _LABEL = re.compile(r"(?m)^(?P<label>[A-Z][^\n]*?):\n(?=[{n])")
-_BLOCK = re.compile(r"<arm:peer_traces>(.*?)</arm:peer_traces>", re.S)
+# The peer traces sit in the call's fence (its name is fresh per call); the older tag form too.
+_BLOCK = re.compile(rf"<<<({FENCE_NAME})>>>\n(.*?)\n<<<END-\1>>>|<arm:peer_traces>()(.*?)</arm:peer_traces>", re.S)
 _NUMBER = r"(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|unknown)"
 
 
 def peer_views(text: str) -> dict[str, dict | None]:
     """``{"alpha_r1": view, ..., "baseline": view}`` from the fenced compressed traces."""
     m = _BLOCK.search(text)
-    block, out, decoder = (m.group(1) if m else ""), {}, json.JSONDecoder()
+    block, out, decoder = ((m.group(2) or m.group(4) or "") if m else ""), {}, json.JSONDecoder()
     for lm in _LABEL.finditer(block):
         label = lm.group("label")
         try:

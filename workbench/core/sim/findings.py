@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 import re
 
+from workbench.core.protocols.shared.fencing import NAME as FENCE_NAME
 from workbench.core.sim.persona import SimPersona
 from workbench.core.sim.text import Ask, as_clause, clamp, r2
 
-FENCED = re.compile(r"<<<(ARTIFACT-[0-9A-F]+)>>>\n(.*?)\n<<<END-\1>>>", re.S)
+FENCED = re.compile(rf"<<<({FENCE_NAME}|ARTIFACT-[0-9A-F]+)>>>\n(.*?)\n<<<END-\1>>>", re.S)
 ROLE_BIAS = {"scout": 0.05, "auditor": -0.08, "dev": 0.0}
 ROLE_ACCURACY = {"dev": 0.05}
 UNCERTAIN_BAND = 0.06

@@ -15,6 +15,7 @@ import json
 import math
 import re
 
+from workbench.core.protocols.shared.fencing import NAME as FENCE_NAME
 from workbench.core.sim.persona import SimPersona
 from workbench.core.sim.scenarios import Scenario
 from workbench.core.sim.text import (
@@ -28,8 +29,8 @@ from workbench.core.sim.text import (
     verdict_for,
 )
 
-FENCED = re.compile(r"<<<(ARTIFACT-[0-9A-F]+)>>>\n(.*?)\n<<<END-\1>>>", re.S)
-BALLOT_BLOCK = re.compile(r"Response ([A-Z][0-9]*):\n<<<(ARTIFACT-[0-9A-F]+)>>>\n(.*?)\n<<<END-\2>>>", re.S)
+FENCED = re.compile(rf"<<<({FENCE_NAME}|ARTIFACT-[0-9A-F]+)>>>\n(.*?)\n<<<END-\1>>>", re.S)
+BALLOT_BLOCK = re.compile(rf"Response ([A-Z][0-9]*):\n<<<({FENCE_NAME}|ARTIFACT-[0-9A-F]+)>>>\n(.*?)\n<<<END-\2>>>", re.S)
 MALFORMED_VOTES = ("Maybe.", "I am not sure; it depends on details the response leaves out.",
                    '{"vote": "MAYBE", "reason": "It depends."}', '{"vote": "YES", "reason": "Sound')
 MALFORMED_BALLOTS = ("Maybe.", '{"votes": "they all look reasonable"}', '{"votes": {"A": "YES"')

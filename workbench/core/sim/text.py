@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench.core.protocols.shared.fencing import mask_fences
 from workbench.core.protocols.shared.steps import AgentCall
 from workbench.core.sim.persona import SimPersona
 from workbench.core.sim.scenarios import Scenario, ScenarioBank, Statement, norm
@@ -54,8 +55,9 @@ def verdict_for(position: float) -> str:
 @dataclass
 class Ask:
     """One call as sim sees it: the call, the agent's persona, and a generator seeded from
-    ``seed/key/agent/purpose/prompt``. The first draw is always the malformed-reply draw, so the
-    knob never shifts the other draws (a persona change only moves thresholds)."""
+    ``seed/key/agent/purpose/prompt`` (the prompt with its fence names masked). The first draw
+    is always the malformed-reply draw, so the knob never shifts the other draws (a persona
+    change only moves thresholds)."""
 
     call: AgentCall
     persona: SimPersona
@@ -64,8 +66,9 @@ class Ask:
     memory: dict[Any, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # Fence names are fresh per call (never from the seed): the draws must not depend on them.
         self.rng = random.Random(f"{self.seed}/{self.call.key}/{self.call.agent}/{self.call.purpose}/"
-                                 f"{digest(self.prompt)}")
+                                 f"{digest(mask_fences(self.prompt))}")
         self._malformed_draw = self.rng.random()
 
     @property

@@ -1,7 +1,8 @@
 """The gateway's optional response cache (off unless a :class:`ResponseCache` is passed in).
 
 The key is a SHA-256 over the canonical JSON of what decides the reply: the model string, the
-api_base, the messages, the sampling parameters and the sample index. Two samples of the same
+api_base, the messages (their fence names masked: each call has fresh ones), the sampling
+parameters and the sample index. Two samples of the same
 prompt (sample_index 0 and 1) therefore have different keys and are both real calls; the same
 sample asked again is a hit. Only successful results are stored.
 
@@ -16,6 +17,8 @@ import hashlib
 import json
 import threading
 from typing import Any, Protocol, runtime_checkable
+
+from workbench.core.protocols.shared.fencing import mask_fences
 
 
 @runtime_checkable
@@ -48,6 +51,10 @@ class MemoryCacheBackend:
 
 def cache_key(model: str, api_base: str | None, messages: list[dict], params: dict[str, Any],
               sample_index: int) -> str:
+    # Fence names are fresh for every call (SPEC §6): the same prompt with another fence is the
+    # same question, so the key masks them.
+    messages = [{**m, "content": mask_fences(m["content"])} if isinstance(m.get("content"), str) else m
+                for m in messages]
     payload = {"model": model, "api_base": api_base, "messages": messages,
                "params": {k: v for k, v in sorted(params.items()) if v is not None},
                "sample_index": sample_index}

@@ -313,7 +313,8 @@ def _register_tools(server: ConsensusServer) -> None:
         context: Annotated[dict[str, Any] | None, Field(
             description="Anything that helps the voters judge it (sources, commands, links).")] = None,
         finding_id: Annotated[str | None, Field(
-            description="An id of your own; left out, one is made (f- and 10 hex digits).")] = None,
+            description="An id of your own; left out, one is made (f- and 10 hex digits). An id that "
+                        "exists with the same claim is that finding; with another claim it is refused.")] = None,
         threshold: Annotated[Threshold | None, Field(
             description=f"This finding's threshold (default {DEFAULT_THRESHOLD:g}).")] = None,
         ctx: Context = None,

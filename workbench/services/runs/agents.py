@@ -26,6 +26,26 @@ class ManualAgents(Protocol):
     def ask(self, call: AgentCall, cancel: threading.Event) -> str | None: ...
 
 
+class DecisionsFile:
+    """The command line's person: decisions written beforehand in a JSON file,
+    ``{"CONS-001": "Adopt write-through", "*": "..."}``, by CONS question id (``"*"`` for any
+    question), or by the call's key (``"cons/hitl"``). A call it has no decision for is not
+    answered, so the run stops resumable, as with no file at all."""
+
+    def __init__(self, decisions: dict[str, str], source: str = "the decisions file"):
+        self.decisions, self.source = decisions, source
+
+    def ask(self, call: AgentCall, cancel: threading.Event) -> str | None:
+        for key in (call.meta.get("question"), call.key, "*"):
+            if key in self.decisions:
+                return self.decisions[key]
+        return None
+
+    def missing(self, call: AgentCall) -> str:
+        return (f"no decision for question {call.meta.get('question') or call.key!r} in {self.source}; "
+                "add it there (or under \"*\") and resume")
+
+
 def needs_human(rec: CallRecord) -> bool:
     return rec.gateway.get("error_kind") == NEEDS_HUMAN
 
@@ -98,6 +118,9 @@ class AgentRouter:
             return CallRecord(call, AgentReply(call.key, None, error), name, False,
                               {**base, "status": "error", "error_kind": NEEDS_HUMAN})
         text = self._manual.ask(call, cancel)
+        if text is None and isinstance(self._manual, DecisionsFile):
+            return CallRecord(call, AgentReply(call.key, None, self._manual.missing(call)), name, False,
+                              {**base, "status": "error", "error_kind": NEEDS_HUMAN})
         if text is None:
             return CallRecord(call, AgentReply(call.key, None, "cancelled"), name, False,
                               {**base, "status": "cancelled", "error_kind": "cancelled"})

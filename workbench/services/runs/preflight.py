@@ -11,7 +11,9 @@ panel and a person (``manual``):
   (``OPENAI_API_KEY`` for ``openai/...``) must be set. Providers whose credentials are not a plain
   key (cloud profiles and the like) are left to the provider;
 - with no key named and an ``api_base`` (a server of one's own, usually on loopback), no key is
-  needed: the gateway sends a placeholder, never an ambient cloud key.
+  needed: the gateway sends a placeholder, never an ambient cloud key;
+- with an ``api_base``, something must answer there: a TCP connection within 2 s (nothing is
+  sent), so an Ollama or llama.cpp server that is not running is found before the run starts.
 
 ``rwb run`` (every run of a batch), ``rwb resume``, the GUI's start and :meth:`Runner.execute` call
 it, so a configuration that cannot work is refused before anything is spent. litellm is imported
@@ -54,6 +56,8 @@ def check_provider(provider: ProviderConfig) -> None:
         litellm_provider(provider.model, provider.api_base)
     except ValueError as exc:
         raise InputError(f"{where}.model", str(exc)) from None
+    if provider.api_base:
+        probe(provider.api_base, f"{where}.api_base")
     if provider.key_env or provider.key_keyring:
         try:
             resolve_key(provider.key_env, provider.key_keyring)
@@ -68,3 +72,26 @@ def check_provider(provider: ProviderConfig) -> None:
         raise InputError(f"{where}.api_key_env",
                          f"no key is named for {provider.model!r} and {names}, which litellm would read, "
                          "is not set: set it, or name the key with api_key_env or key_keyring")
+
+
+PROBE_TIMEOUT_S = 2.0
+
+
+def probe(api_base: str, field: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+    """Something answers at ``api_base`` (a TCP connection, nothing sent), or InputError: a local
+    server that is not running is found here, not by every call of the run failing."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(api_base)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise InputError(field, f"{api_base!r} is not an http(s) URL")
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname, port), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        reason = "connection refused" if isinstance(exc, ConnectionRefusedError) else \
+            "no answer within %g s" % timeout_s if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise InputError(field, f"nothing answers at {api_base} ({reason}); start the server, or fix the "
+                                "address") from None

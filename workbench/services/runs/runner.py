@@ -22,7 +22,7 @@ from workbench.core.errors import WorkbenchError
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 from workbench.core.runs.config import RunConfig, parse_run_config, protocol_generator
 from workbench.core.project import calls, runs
-from workbench.core.project.run_records import CallRecord, finish_run, prepare_run, record_call
+from workbench.core.project.run_records import CallRecord, clipped, finish_run, prepare_run, record_call
 from workbench.core.project.store import Store
 from workbench.services.runs.agents import AgentRouter, ManualAgents, needs_human
 from workbench.services.runs.owners import owner, owner_alive
@@ -40,13 +40,20 @@ class RunProgress:
     message: str = ""
 
 
+WAITING_FOR_HUMAN = "waiting for a human decision"
+
+
 class _Stop(Exception):
     """The run stops here, resumable: cancelled, rate-limited, or waiting for a human."""
+
+    def __init__(self, message: str, *, for_human: bool = False):
+        super().__init__(message)
+        self.for_human = for_human
 
 
 def new_run_id(protocol: str) -> str:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    return f"{protocol}-{stamp}-{os.urandom(3).hex()}"
+    return f"{protocol}-{stamp}-{os.urandom(6).hex()}"  # 48 random bits: no clash in a big batch
 
 
 class Runner:
@@ -70,6 +77,10 @@ class Runner:
 
             cfg = cfg.model_copy(update={"findings": findings_from_run(self.store, cfg.findings_from_run,
                                                                       cfg.findings_tiers)})
+        if cfg.protocol == "findings":  # an id held by another claim: refused now, nothing spent
+            from workbench.core.project.findings import check_findings
+
+            check_findings(self.store, cfg.findings)
         run_id = new_run_id(cfg.protocol)
         runs.create_run(self.store, run_id=run_id, protocol=cfg.protocol,
                         label=label or cfg.label or cfg.query[:60],
@@ -110,11 +121,12 @@ class Runner:
         self._done = _completed_calls(store, run_id)
         self._resumed = len(self._done)
         self._replay = _completed_calls(store, self._replay_from) if self._replay_from else {}
+        self._missing = 0  # calls a replay had no stored reply for
         self._count = {"done": 0, "failed": 0, "known": 0}
         self._started = time.perf_counter()
         self._echo_sessions: dict[str, dict] = {}
         router = AgentRouter(cfg, gateway=self.gateway, manual=self.manual)
-        status, error, summary = "completed", None, {}
+        status, error, summary, waiting_for_human = "completed", None, {}, False
         try:
             prepare_run(store, run_id, cfg)
             result = self._drive(protocol_generator(cfg, run_id=run_id, issue_marker=self._marker_issuer(run_id, cfg)),
@@ -122,6 +134,7 @@ class Runner:
             summary = finish_run(store, run_id, cfg, result)
         except _Stop as stop:
             status, error = "interrupted", str(stop)
+            waiting_for_human = stop.for_human
         except WorkbenchError as exc:
             status, error = "failed", str(exc)
         except Exception as exc:  # a bug or an unexpected provider failure: recorded, not lost
@@ -129,8 +142,15 @@ class Runner:
         duration = time.perf_counter() - self._started
         if self._echo_sessions:  # the checklist's session-end items read it from here
             summary["echo"] = self._echo_sessions
-        summary = {**summary, **self._counts(run_id), "run_id": run_id, "status": status, "error": error,
+        counts = self._counts(run_id)
+        if status == "completed" and counts["calls"] and counts["failed_calls"] == counts["calls"]:
+            status, error = "failed", f"every call failed ({calls.commonest_error(store, run_id)})"
+        summary = {**summary, **counts, "run_id": run_id, "status": status, "error": error,
                    "duration_s": round(duration, 3), "resumed_calls": self._resumed}
+        if self._replay_from is not None:
+            summary["missing_replies"] = self._missing
+        if waiting_for_human:  # the CLI's exit code and message tell the person what to do
+            summary["waiting_for_human"] = True
         runs.end_run(store, run_id, status, error=error, summary=summary)
         return summary
 
@@ -167,6 +187,7 @@ class Runner:
         def finished(rec: CallRecord) -> None:
             if rec.gateway.get("status") == "cancelled":
                 return  # not a result: a resume issues it again
+            rec = clipped(rec)  # a reply past MAX_REPLY_CHARS: cut, with a note (docs/limits.md)
             record_call(self.store, self._run_id, round_id, rec, self._cfg)
             replies[rec.call.key] = rec.reply
             self._count["done"] += 1
@@ -174,15 +195,13 @@ class Runner:
             if rec.gateway.get("status") == "rate_limited":
                 pause.append("rate-limited by the provider")
             elif needs_human(rec):
-                pause.append("waiting for a human decision")
+                pause.append(WAITING_FOR_HUMAN)
             self._progress(batch.label)
 
-        for call in [c for c in todo if c.key in self._replay]:  # a replay answers from the stored run
-            todo.remove(call)
-            stored = self._replay[call.key]
-            finished(CallRecord(call, stored, stored.meta.get("provider") or "replay", self._cfg.simulated, {
-                "model": stored.meta.get("model"), "status": "ok", "cached": 1, "attempts": 0, "cost_usd": 0.0,
-                "cost_source": f"replay of {self._replay_from}"}))
+        if self._replay_from is not None:  # a replay answers from the stored run, and never calls a model
+            for call in todo:
+                finished(self._replayed(call))
+            todo = []
         if self._cfg.dispatch == "sequential" or len(todo) <= 1:
             for call in todo:
                 if self.cancel.is_set():
@@ -202,8 +221,22 @@ class Runner:
             raise _Stop("cancelled by the user; resume it to finish")
         if pause:
             missing = len(batch.calls) - len([k for k in replies if replies[k].ok])
-            raise _Stop(f"{pause[0]}; {missing} call(s) of this step can be resumed")
+            raise _Stop(f"{pause[0]}; {missing} call(s) of this step can be resumed",
+                        for_human=pause[0] == WAITING_FOR_HUMAN)
         return replies
+
+    def _replayed(self, call: AgentCall) -> CallRecord:
+        """The stored reply to ``call`` in the run being replayed; a call it never answered is
+        recorded as missing (failed, nothing sent), never asked of a model."""
+        stored = self._replay.get(call.key)
+        if stored is None:
+            self._missing += 1
+            why = f"no stored reply in {self._replay_from}: a replay calls no model"
+            return CallRecord(call, AgentReply(call.key, None, why), "replay", self._cfg.simulated, {
+                "status": "error", "error_kind": "missing_reply", "attempts": 0})
+        return CallRecord(call, stored, stored.meta.get("provider") or "replay", self._cfg.simulated, {
+            "model": stored.meta.get("model"), "status": "ok", "cached": 1, "attempts": 0, "cost_usd": 0.0,
+            "cost_source": f"replay of {self._replay_from}"})
 
     def _marker_issuer(self, run_id: str, cfg: RunConfig):
         """Markers for Echo: unique in the project, and the same ones again when the run resumes."""

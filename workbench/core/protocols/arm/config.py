@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from workbench.core.limits import MAX_ATTEMPTS, MAX_NAME_CHARS, MAX_TOKEN_BUDGET
 from workbench.core.protocols.arm.fields import SCHEMA_V12, SCHEMA_V13
 from workbench.core.protocols.arm.metrics import DRIFT_UP_THRESHOLD
 
@@ -28,6 +31,8 @@ DISPATCH_MODES: tuple[str, ...] = get_args(Dispatch)
 GAMMA_CONTEXTS: tuple[str, ...] = get_args(GammaContext)
 SILENT_DRAWS: tuple[str, ...] = get_args(SilentDraw)
 ARM_DISPATCH: Dispatch = "sequential"  # ARM's own choice, to avoid rate-limit collisions
+ProviderName = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
+Budget = Annotated[int, Field(ge=1, le=MAX_TOKEN_BUDGET)]
 
 
 class _Options(BaseModel):
@@ -44,25 +49,26 @@ class ArmFrames(_Options):
 class ArmBudgets(_Options):
     """Output tokens each kind of call may use (ARM v0.9's budgets)."""
 
-    r1: int = Field(5000, ge=1)
-    r2: int = Field(6500, ge=1)
-    gamma_r2: int = Field(8000, ge=1)
+    r1: Budget = 5000
+    r2: Budget = 6500
+    gamma_r2: Budget = 8000
 
 
 class ArmOptions(_Options):
     """Everything an ARM run can change; every field has its default."""
 
-    providers: dict[Role, str] = Field(default_factory=dict,
+    providers: dict[Role, ProviderName] = Field(default_factory=dict,
                                        description="role -> provider; a role left out: its agent's provider")
     frames: ArmFrames = Field(default_factory=ArmFrames)
     role_injection: bool = Field(True, description="off: both frames become 'independent'")
     silent_draw: SilentDraw = Field("gamma", description="whose prompt the silent baseline answers")
-    silent_provider: str | None = Field(None, description="default: the provider of the silent draw")
+    silent_provider: ProviderName | None = Field(None, description="default: the provider of the silent draw")
     dispatch: Dispatch | None = Field(None, description="None: the run's own dispatch")
     gamma_context: GammaContext = Field("arm+r1", description="arm+r1: gamma sees all round-1 traces")
-    fap_threshold: float = DRIFT_UP_THRESHOLD
+    fap_threshold: float = Field(DRIFT_UP_THRESHOLD, ge=-1, le=1, allow_inf_nan=False,
+                                 description="a self-reported drift above it triggers FAP")
     fap_requeue: bool = True
-    fap_max_attempts: int = Field(2, ge=1)
+    fap_max_attempts: int = Field(2, ge=1, le=MAX_ATTEMPTS)
     schema_version: SchemaVersion = SCHEMA_V13
     budgets: ArmBudgets = Field(default_factory=ArmBudgets)
 

@@ -1,5 +1,8 @@
 """Turning a model's reply into a :class:`Trace`, with ARM's repair and validation rules.
 
+Before anything else, the reply is reduced to the agent's own words (SPEC §1 "Reading a reply"):
+text between fence tokens (the call's, and any block in the workbench's fence format) is quoted
+peer data and is removed; a reply without fence tokens is left exactly as it came.
 Repairs before parsing (FORMAT.md §2): trim; strip only a leading ```` ``` ````/```` ```json ````
 fence and a trailing fence; rewrite the Gemini artefact ``""key":`` to ``"key":``.
 Validation: ``confidence`` must be a finite number (else the trace is rejected as
@@ -18,7 +21,8 @@ from typing import Any
 from workbench.core.protocols.arm.gates import apply_self_check_override
 from workbench.core.protocols.arm.js import is_js_number, js_number, js_stringify
 from workbench.core.protocols.arm.metrics import DISAGREEMENT_TYPES
-from workbench.core.protocols.arm.trace import CALL_FAILED, PARSE_FAILED, Trace, parse_trace
+from workbench.core.protocols.arm.trace import CALL_FAILED, PARSE_FAILED, Trace, parse_trace, trace_type_problem
+from workbench.core.protocols.shared.replies import own_reply
 
 RECONCILIATION_STATUSES = ("success", "failed", "gamma_flip_detected")
 TRUNCATION_STOP_REASONS = frozenset({"max_tokens", "length", "MAX_TOKENS"})
@@ -96,13 +100,15 @@ def failed_trace(raw: str | None, reason: str, meta: dict, *, schema_reject: boo
     })
 
 
-def parse_reply(raw: str | None, meta: dict | None = None, *, error: str | None = None) -> Trace:
-    """A model reply -> a parsed trace (``_ok: true``) or a failed trace (``_ok: false``)."""
+def parse_reply(raw: str | None, meta: dict | None = None, *, error: str | None = None,
+                fence: str | None = None) -> Trace:
+    """A model reply -> a parsed trace (``_ok: true``) or a failed trace (``_ok: false``).
+    ``fence`` is the call's fence name (``call.meta["delimiter"]``); the raw text is kept whole."""
     m = reply_meta(meta)
     if raw is None:
         return failed_trace(None, error or "the call returned no text", m, call_failed=True)
     try:
-        data = json.loads(repair_reply(raw))
+        data = json.loads(repair_reply(own_reply(raw, fence)))
     except json.JSONDecodeError as exc:
         return failed_trace(raw, f"{exc.msg} at line {exc.lineno} column {exc.colno}", m)
     if not isinstance(data, dict):
@@ -115,6 +121,8 @@ def parse_reply(raw: str | None, meta: dict | None = None, *, error: str | None 
         data["confidence"] = min(1, max(0, conf))
         warnings.append(f"confidence_out_of_range:{js_number(conf)}")
     warnings += expected_schema_warnings(data)
+    if (problem := trace_type_problem(data)) is not None:  # a field of the wrong type: not a trace
+        return failed_trace(raw, str(problem), m, schema_reject=True)
     data["_meta"] = m
     data["_ok"] = True
     if warnings:

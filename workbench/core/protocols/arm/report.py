@@ -25,7 +25,7 @@ from workbench.core.protocols.arm.metrics import (
     shared_prior_warning,
     verdict_of,
 )
-from workbench.core.protocols.arm.stored import gate_in_build, stored_checks
+from workbench.core.protocols.arm.stored import gate_in_build, stored_checks, unexplained
 from workbench.core.protocols.arm.trace import LEGACY, ArmRun, Trace, parse_run
 
 __all__ = ["metrics_report", "run_report"]
@@ -123,6 +123,9 @@ def run_report(run: ArmRun, source: dict | None = None) -> dict:
             "stored_values": len(stored),
             "matched": sum(1 for s in stored if s["match"] is True),
             "mismatched": sum(1 for s in stored if s["match"] is False),
+            # of the mismatched: those an older rule of the file's own build explains, and the rest
+            "older_rule": sum(1 for s in stored if s["match"] is False and not unexplained(s)),
+            "unexplained": sum(1 for s in stored if unexplained(s)),
             "not_recomputable": sum(1 for s in stored if s["match"] is None),
         },
     }

@@ -24,7 +24,7 @@ Keys: ``r1/<role>``, ``r2/<role>``, ``fap/<role>/<attempt>``. The generator retu
 from __future__ import annotations
 
 import copy
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
 import workbench.core.protocols.arm.prompts as P
@@ -51,6 +51,7 @@ from workbench.core.protocols.arm.metrics import (
 )
 from workbench.core.protocols.arm.replies import parse_reply
 from workbench.core.protocols.arm.trace import SCHEMA_V13, ArmRun, RunMeta, Trace
+from workbench.core.protocols.shared.fencing import Fence
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 from workbench.core.protocols.shared.validation import validate
 
@@ -111,8 +112,14 @@ def _messages(system: str, user: str) -> tuple[dict[str, str], ...]:
     return ({"role": "system", "content": system}, {"role": "user", "content": user})
 
 
-def _call(key: str, agent: str, round_no: int, provider: str, system: str, user: str,
+def _call(key: str, agent: str, round_no: int, provider: str, system: str, user: str | Callable[[Fence], str],
           budget: int, schema: str, **meta: object) -> AgentCall:
+    """One trace call; a ``user`` that quotes untrusted text is a function of the call's fresh
+    :class:`Fence`, whose name and escapes go in the call's meta."""
+    if callable(user):
+        fence = Fence()
+        user = user(fence)
+        meta.update(fence.meta())
     return AgentCall(key=key, agent=agent, purpose="trace", messages=_messages(system, user),
                      round_no=round_no, reply_schema=schema,
                      meta={"protocol": "arm", "role": agent, "provider": provider, "max_tokens": budget, **meta})
@@ -132,7 +139,7 @@ def _dispatch(cfg: ArmRunConfig, calls: list[AgentCall], label: str):
         if reply is None:
             traces[call.key] = parse_reply(None, meta, error="the driver returned no reply for this call")
         elif reply.ok:
-            traces[call.key] = parse_reply(reply.text, meta)
+            traces[call.key] = parse_reply(reply.text, meta, fence=call.meta.get("delimiter"))
         else:
             traces[call.key] = parse_reply(None, meta, error=reply.error or "the call failed")
     return traces
@@ -188,7 +195,8 @@ def run_arm(cfg: ArmRunConfig) -> ArmSteps:
 
     # ── Round 2: deliberation (alpha, beta) ──
     r2_calls = [_call(f"r2/{role}", role, 2, providers[role], P.r2_system(role, frames[role]),
-                      P.r2_user(q, r1, r1[role]), cfg.budgets["r2"], "arm_trace_r2", frame=frames[role])
+                      lambda fence, role=role: P.r2_user(q, r1, r1[role], fence), cfg.budgets["r2"],
+                      "arm_trace_r2", frame=frames[role])
                 for role in ("alpha", "beta")]
     got = yield from _dispatch(cfg, r2_calls, "Round 2: deliberation")
     r2: dict[str, Trace] = {role: _annotate_drift(got[f"r2/{role}"], r1[role]) for role in ("alpha", "beta")}
@@ -205,8 +213,9 @@ def run_arm(cfg: ArmRunConfig) -> ArmSteps:
         gamma = fap_abort_placeholder(providers["gamma"], None)
     else:
         label = P.baseline_label(cfg.silent_draw, cfg.silent, providers["gamma"])
-        user = P.gamma_r2_user(q, r2["alpha"], r2["beta"], r1["silent"], label,
-                               r1 if cfg.gamma_context == "arm+r1" else None)
+        def user(fence: Fence) -> str:
+            return P.gamma_r2_user(q, r2["alpha"], r2["beta"], r1["silent"], label,
+                                   r1 if cfg.gamma_context == "arm+r1" else None, fence=fence)
         call = _call("r2/gamma", "gamma", 2, providers["gamma"], P.gamma_r2_system(), user,
                      cfg.budgets["gamma_r2"], "arm_trace_gamma_r2", gamma_context=cfg.gamma_context)
         got = yield from _dispatch(cfg, [call], "Round 2: reconciliation")
@@ -261,7 +270,8 @@ def _requeue(cfg: ArmRunConfig, drifted: list[str], r1: dict[str, Trace], r2: di
             break
         frames = cfg.effective_frames
         calls = [_call(f"fap/{role}/{n}", role, 2, cfg.providers[role], P.r2_system(role, frames[role]),
-                       P.requeue_user(cfg.question, r1[role], cfg.fap_threshold), cfg.budgets["r2"],
+                       lambda fence, role=role: P.requeue_user(cfg.question, r1[role], cfg.fap_threshold, fence),
+                       cfg.budgets["r2"],
                        "arm_trace_r2", fap_attempt=n, frame=frames[role]) for role in pending]
         got = yield from _dispatch(cfg, calls, f"FAP re-queue, attempt {n}")
         for role in list(pending):

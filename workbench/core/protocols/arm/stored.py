@@ -9,6 +9,19 @@ rules applied are those of the build that wrote the file, read from the file its
 - a workbench export (it records ``runMeta.dispatch``) is checked with the workbench's own gate
   options (blind spot on the harness delta, audit with ``baseline_mode``/``silent_agent``).
 A value computed outside the trace (OpenAI embeddings) is listed with ``match: null`` and a note.
+
+Older rules are never matched silently. Where the build that wrote the file applied an older
+rule than today's, the entry's ``recomputed`` is TODAY's value; when the stored value differs
+from it, ``match`` is false, ``note`` says which older rule explains the difference, and
+``build_rule`` gives the value that older rule yields (``{"recomputed", "match"}``), so both
+values are reported. The older rules (docs/limits.md lists them, with FORMAT.md):
+- no polarity gate before v0.8 (:data:`NOTE_NO_GATE`);
+- no deterministic self_check override before v0.8, then (arm-trace-v1.1) the flags path only
+  and no ``override_reason`` (:data:`NOTE_OVERRIDE_LEGACY`, :data:`NOTE_OVERRIDE_V11`);
+- the v0.6/v0.7.1 FAP abort placeholder: traces of those builds had no ``_ok`` and no harness
+  deltas (:data:`NOTE_PLACEHOLDER_LEGACY`).
+A difference no older rule explains has ``match: false`` and no ``build_rule``: ``rwb arm
+metrics`` counts those as ``summary.unexplained``.
 """
 
 from __future__ import annotations
@@ -36,6 +49,7 @@ from workbench.core.protocols.arm.replies import TRUNCATION_STOP_REASONS, expect
 from workbench.core.protocols.arm.trace import (
     LEGACY,
     PARSE_FAILED,
+    SCHEMA_V11,
     ArmRun,
     Trace,
     trace_to_upstream,
@@ -45,8 +59,17 @@ TOL = 1e-9
 NOTE_EMBEDDING = "not recomputable offline: OpenAI embeddings (text-embedding-3-small cosine)"
 NOTE_NO_GATE = ("this build had no polarity gate (runMeta has no polarity_gate_fired), so the stored "
                 "status predates it; the workbench gate fires here ({r1}→{r2})")
+NOTE_OVERRIDE_LEGACY = ("older rule: v0.6/v0.7.1 builds had no deterministic self_check override (it came "
+                        "with v0.8), so the model's own status stands; today's rule gives {today}")
+NOTE_OVERRIDE_V11 = ("older rule: arm-trace-v1.1 (early v0.8) overrode on the flags path only "
+                     "(values_conflict/contested_domain) and wrote no override_reason; the reconciler path "
+                     "and override_reason came with arm-trace-v1.2; today's rule gives {today}")
+NOTE_PLACEHOLDER_LEGACY = ("older rule: v0.6/v0.7.1 builds wrote traces without {key} (it came with v0.8), so "
+                           "their FAP abort placeholder has none; today's placeholder writes {value}")
+LEGACY_PLACEHOLDER_KEYS = ("_ok", "harness_self_delta_vs_baseline", "self_delta_mismatch")
 
-__all__ = ["TOL", "same", "stored_checks", "gate_in_build", "is_workbench_export"]
+__all__ = ["TOL", "same", "stored_checks", "gate_in_build", "is_workbench_export", "NOTE_NO_GATE",
+           "NOTE_OVERRIDE_LEGACY", "NOTE_OVERRIDE_V11", "NOTE_PLACEHOLDER_LEGACY", "NOTE_EMBEDDING"]
 
 
 def same(a: Any, b: Any) -> bool:
@@ -63,9 +86,21 @@ def same(a: Any, b: Any) -> bool:
 
 
 def _entry(metric: str, stored: Any, recomputed: Any, note: str | None = None,
-           recomputable: bool = True) -> dict:
-    return {"metric": metric, "stored": stored, "recomputed": recomputed,
-            "match": same(stored, recomputed) if recomputable else None, "note": note}
+           recomputable: bool = True, older: tuple[str, Any] | None = None) -> dict:
+    """One check. ``older``: (why, value under the build's older rule); used only when the stored
+    value differs from today's ``recomputed``, which then stays in the entry next to it."""
+    entry = {"metric": metric, "stored": stored, "recomputed": recomputed,
+             "match": same(stored, recomputed) if recomputable else None, "note": note}
+    if older is not None and entry["match"] is False:
+        why, build_value = older
+        entry["note"] = why if note is None else f"{note}; {why}"
+        entry["build_rule"] = {"recomputed": build_value, "match": same(stored, build_value)}
+    return entry
+
+
+def unexplained(entry: dict) -> bool:
+    """A stored value that differs from today's recomputation with no older rule to explain it."""
+    return entry["match"] is False and not (entry.get("build_rule") or {}).get("match")
 
 
 def is_workbench_export(run: ArmRun) -> bool:
@@ -140,8 +175,7 @@ def stored_checks(run: ArmRun, source: dict | None = None) -> list[dict]:
 
     checks += _drift_checks(run, a1, b1, a2, b2, g2, s1)
     checks += _gate_checks(run, g1, g2, s1)
-    if run.generation != LEGACY:
-        checks += _override_checks(run)
+    checks += _override_checks(run)
     checks += _failure_checks(run)
     return checks
 
@@ -172,9 +206,7 @@ def _gate_checks(run: ArmRun, g1, g2, s1) -> list[dict]:
     if not isinstance(g2, Trace):
         return out
     if isinstance(g2.claim, str) and g2.claim.startswith("[FAP"):
-        expected = trace_to_upstream(fap_abort_placeholder(g2.provider, g2.model))
-        out.append(_entry("r2.gamma (FAP abort placeholder)", trace_to_upstream(g2), expected))
-        return out
+        return _placeholder_checks(run, g2)
     meta = run.meta
     if is_workbench_export(run):
         gate = polarity_gate(g1, g2, s1, blindspot_source="harness",
@@ -182,9 +214,14 @@ def _gate_checks(run: ArmRun, g1, g2, s1) -> list[dict]:
     else:
         gate = polarity_gate(g1, g2, s1, stamp_override=False)
     if not gate_in_build(run):
-        if g2.ok:
-            note = NOTE_NO_GATE.format(r1=gate.r1_verdict.upper(), r2=gate.r2_verdict.upper()) if gate.fired else None
-            out.append(_entry("r2.gamma.reconciliation_status", g2.reconciliation_status, "success", note))
+        if g2.ok:  # today's gate against the build's (none): the model's own status stands
+            why = NOTE_NO_GATE.format(r1=gate.r1_verdict.upper(), r2=gate.r2_verdict.upper())
+            today = "gamma_flip_detected" if gate.fired else "success"
+            out.append(_entry("r2.gamma.reconciliation_status", g2.reconciliation_status, today,
+                              older=(why, "success")))
+            if gate.fired:
+                out.append(_entry("r2.gamma.self_check.status (gate override)", g2.status, "warning",
+                                  older=(why, g2.status)))
         return out
     if meta.present("polarity_gate_fired"):
         out.append(_entry("runMeta.polarity_gate_fired", meta.polarity_gate_fired, gate.fired))
@@ -207,8 +244,45 @@ def _gate_checks(run: ArmRun, g1, g2, s1) -> list[dict]:
     return out
 
 
+def _placeholder_checks(run: ArmRun, g2: Trace) -> list[dict]:
+    """The FAP abort placeholder, field by field, against the one ARM writes today."""
+    expected = trace_to_upstream(fap_abort_placeholder(g2.provider, g2.model))
+    stored = trace_to_upstream(g2)
+    out = []
+    for key, value in expected.items():
+        metric = f"r2.gamma.{key} (FAP abort placeholder)"
+        if key == "_meta":
+            out.append(_entry("r2.gamma._meta.stopReason (FAP abort placeholder)", g2.stop_reason, "aborted"))
+        elif key not in stored and run.generation == LEGACY and key in LEGACY_PLACEHOLDER_KEYS:
+            why = NOTE_PLACEHOLDER_LEGACY.format(key=key, value=js_value(value))
+            out.append(_entry(metric + " (absent)", None, value, older=(why, None)))
+        else:
+            out.append(_entry(metric, stored.get(key), value))
+    for key in stored:
+        if key not in expected:
+            out.append(_entry(f"r2.gamma.{key} (FAP abort placeholder)", stored[key], None,
+                              "a key the placeholder does not have"))
+    return out
+
+
+def js_value(value: Any) -> str:
+    return "null" if value is None else "true" if value is True else "false" if value is False else repr(value)
+
+
+def _override_rule_of_build(run: ArmRun, t: Trace) -> tuple[str, Any] | None:
+    """What the build's own (older) override rule gave, as (template of why, value), or None
+    when the build applied today's rule (arm-trace-v1.2 and later)."""
+    if run.generation == LEGACY:
+        return NOTE_OVERRIDE_LEGACY, {"status": "clean", "override_reason": None}
+    if run.generation == SCHEMA_V11:
+        flagged = isinstance(t.flags, list) and any(f in ("values_conflict", "contested_domain") for f in t.flags)
+        return NOTE_OVERRIDE_V11, {"status": "auto_warn" if flagged else "clean", "override_reason": None}
+    return None
+
+
 def _override_checks(run: ArmRun) -> list[dict]:
-    """v1.2+: every parsed trace whose model reported ``clean`` gets the override rule re-run."""
+    """Every parsed trace whose model reported ``clean`` gets today's override rule re-run; a
+    build with an older rule (legacy, arm-trace-v1.1) is reported against both."""
     out = []
     for where, t in _traces(run):
         check = t.self_check if isinstance(t.self_check, dict) else {}
@@ -220,9 +294,13 @@ def _override_checks(run: ArmRun) -> list[dict]:
         before = copy.deepcopy(t)
         before.self_check = {"status": "clean", "notes": check.get("notes", "")}
         after = apply_self_check_override(before)
+        today = {"status": after.status, "override_reason": after.override_reason}
+        build = _override_rule_of_build(run, t)
+        older = (build[0].format(today=f"{today['status']} ({today['override_reason']})"), build[1]) if build else None
         out.append(_entry(f"{where}.self_check (override)",
-                          {"status": t.status, "override_reason": t.override_reason},
-                          {"status": after.status, "override_reason": after.override_reason}))
+                          {"status": t.status, "override_reason": t.override_reason}, today, older=older))
+        if run.generation == LEGACY:
+            continue  # legacy builds wrote no schema_warnings
         if t.present("schema_warnings") or expected_schema_warnings(trace_to_upstream(t)):
             stored = t.schema_warnings if isinstance(t.schema_warnings, list) else t.schema_warnings
             kept = [w for w in stored or [] if isinstance(w, str) and w.startswith("confidence_out_of_range:")]

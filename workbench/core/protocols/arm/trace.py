@@ -12,8 +12,15 @@ Design rules:
   read-only properties over the stored values.
 
 Schema generations (FORMAT.md §2): ``legacy`` (v0.6 and v0.7.1 exports, no ``schema_version``,
-no ``_ok``), ``arm-trace-v1.2`` (v0.8 and v0.9) and ``arm-trace-v1.3`` (post-0.9, smoothed TF-IDF;
-also what the workbench writes).
+no ``_ok``), ``arm-trace-v1.1`` (early v0.8 builds), ``arm-trace-v1.2`` (v0.8 and v0.9) and
+``arm-trace-v1.3`` (post-0.9, smoothed TF-IDF; also what the workbench writes).
+
+Reading a file (:func:`parse_run`) checks the type of every known field of every version
+(:data:`~.fields.TRACE_TYPES`, :data:`~.fields.RUN_TYPES`) and the size limits of
+docs/limits.md, and refuses the first problem with its path (``r1.alpha.confidence: must be a
+number, got "high"``). A single trace built from a model's reply (:func:`parse_trace`) is not
+type-checked: a reply's odd field is the model's answer, kept as it came (see
+:func:`trace_type_problem` for a caller that wants to know).
 """
 
 from __future__ import annotations
@@ -23,19 +30,35 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from workbench.core.errors import InputError
+from workbench.core.limits import (
+    MAX_ARM_ROLES,
+    MAX_ARM_TEXT_CHARS,
+    MAX_LIST_ITEMS,
+    MAX_NAME_CHARS,
+    check_count,
+    check_json,
+    check_text,
+    too_long,
+)
 from workbench.core.protocols.arm.fields import (  # noqa: F401  (re-exported)
     CALL_FAILED,
     FAP_ABORT_CLAIM,
     LEGACY,
+    NOT_NULL,
     PARSE_FAILED,
     RUN_FIELD_MAP,
     RUN_META_FIELD_MAP,
+    RUN_TYPES,
+    SCHEMA_V11,
     SCHEMA_V12,
     SCHEMA_V13,
     SCHEMA_VERSIONS,
     TRACE_FIELD_MAP,
     TRACE_NESTED_MAP,
+    TRACE_TYPES,
 )
+from workbench.core.protocols.arm.js import is_js_number
+from workbench.core.protocols.shared.validation import shown
 
 
 @dataclass
@@ -284,7 +307,7 @@ class ArmRun(_Record):
 
     @property
     def generation(self) -> str:
-        """``legacy`` (v0.6/v0.7.1), ``arm-trace-v1.2`` or ``arm-trace-v1.3``."""
+        """``legacy`` (v0.6/v0.7.1), ``arm-trace-v1.1``, ``arm-trace-v1.2`` or ``arm-trace-v1.3``."""
         return self.schema_version if self.schema_version in SCHEMA_VERSIONS else LEGACY
 
     @property
@@ -313,16 +336,134 @@ def parse_run(data: object) -> ArmRun:
         raise InputError("r1", "missing: this is not an ARM trace (expected r1 {alpha, beta, gamma, silent})")
     version = data.get("schema_version")
     if "schema_version" in data and version not in SCHEMA_VERSIONS:
-        raise InputError("schema_version", f"unsupported ARM schema {version!r}; expected one of "
+        named = repr(version) if isinstance(version, str) and len(version) <= 60 else shown(version)
+        raise InputError("schema_version", f"unsupported ARM schema {named}; expected one of "
                          f"{', '.join(SCHEMA_VERSIONS)} or none (v0.6/v0.7.1 exports)")
     meta = data.get("runMeta")
     if meta is not None and not isinstance(meta, dict):
         raise InputError("runMeta", f"must be a JSON object, got {type(meta).__name__}")
+    check_run_types(data)
     return ArmRun._from_upstream(data, convert={
         "r1": lambda v: _traces_in(v, "r1"),
         "r2": lambda v: _traces_in(v, "r2"),
         "run_meta": lambda v: RunMeta._from_upstream(v) if isinstance(v, dict) else copy.deepcopy(v),
     })
+
+
+# ── type and size checks of a whole file ─────────────────────────────────────────────────────
+_WORDS = {"text": "text", "number": "a number", "count": "a whole number >= 0", "bool": "true or false",
+          "object": "an object", "list": "a list", "null": "null"}
+
+
+def _kind_ok(kind: str, value: object) -> bool:
+    if kind == "text":
+        return isinstance(value, str)
+    if kind == "number":
+        return is_js_number(value)
+    if kind == "count":
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "object":
+        return isinstance(value, dict)
+    if kind == "list":
+        return isinstance(value, list)
+    return kind == "null" and value is None
+
+
+def _alternatives(spec: object) -> list:
+    if isinstance(spec, tuple):
+        return [alt for part in spec for alt in _alternatives(part)]
+    if isinstance(spec, str):
+        return spec.split("|")
+    return [spec]
+
+
+def _words(alternatives: list) -> str:
+    words = []
+    for alt in alternatives:
+        word = "an object" if isinstance(alt, dict) else "a list" if isinstance(alt, list) else _WORDS[alt]
+        if alt != "null" and word not in words:
+            words.append(word)
+    return " or ".join(words)
+
+
+def check_value(value: object, spec: object, path: str, *, nullable: bool = True) -> None:
+    """Raise an :class:`InputError` at ``path`` unless ``value`` has the type ``spec`` describes
+    (the type language of :data:`~.fields.TRACE_TYPES`); strings and lists are size-checked too."""
+    if value is None and nullable:
+        return
+    alternatives = _alternatives(spec)
+    for alt in alternatives:
+        if isinstance(alt, dict):
+            if isinstance(value, dict):
+                for key, sub in alt.items():
+                    if key in value:
+                        check_value(value[key], sub, f"{path}.{key}" if path else key, nullable=key not in NOT_NULL)
+                return
+        elif isinstance(alt, list):
+            if isinstance(value, list):
+                check_count(value, MAX_LIST_ITEMS, path)
+                for i, item in enumerate(value):
+                    check_value(item, alt[0], f"{path}[{i}]", nullable=False)
+                return
+        elif _kind_ok(alt, value):
+            check_text(value, MAX_ARM_TEXT_CHARS, path)
+            return
+    raise InputError(path, f"must be {_words(alternatives)}, got {shown(value)}")
+
+
+def trace_type_problem(data: dict, where: str = "trace") -> InputError | None:
+    """The first field of one trace object whose type is wrong (or too long), or None."""
+    try:
+        check_value(data, TRACE_TYPES, where)
+    except InputError as exc:
+        return exc
+    return None
+
+
+def _long_strings(data: object) -> None:
+    """Every string in the file, keys included, is at most MAX_ARM_TEXT_CHARS (unknown keys too)."""
+    stack: list[tuple[object, tuple]] = [(data, ())]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if len(key) > MAX_NAME_CHARS:
+                    raise InputError(_path(where), f"has a key that {too_long(len(key), MAX_NAME_CHARS)}")
+                stack.append((value, where + (key,)))
+        elif isinstance(node, list):
+            stack.extend((value, where + (i,)) for i, value in enumerate(node))
+        elif isinstance(node, str) and len(node) > MAX_ARM_TEXT_CHARS:
+            raise InputError(_path(where), too_long(len(node), MAX_ARM_TEXT_CHARS))
+
+
+def _path(parts: tuple) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def check_run_types(data: dict) -> None:
+    """The whole file within the limits, and every known field of its type (any schema version)."""
+    check_json(data, "")
+    _long_strings(data)
+    for key, spec in RUN_TYPES.items():
+        if key in data:
+            check_value(data[key], spec, key)
+    for block in ("r1", "r2"):
+        roles = data.get(block)
+        if roles is None and block == "r2":
+            continue
+        if not isinstance(roles, dict):
+            raise InputError(block, f"must be an object of agent traces, got {shown(roles)}")
+        check_count(roles, MAX_ARM_ROLES, block, "agent traces")
+        for role, trace in roles.items():
+            if trace is not None and not isinstance(trace, dict):
+                raise InputError(f"{block}.{role}", f"must be an object (an agent trace), got {shown(trace)}")
+            if trace is not None:
+                check_value(trace, TRACE_TYPES, f"{block}.{role}")
 
 
 def run_to_upstream(run: ArmRun) -> dict:

@@ -12,6 +12,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from workbench.core.errors import InputError
+from workbench.core.limits import MAX_BALLOTS, MAX_NAME_CHARS, MAX_OPTIONS, MAX_ROUNDS
 
 DEFAULT_QUESTION_ID = "CONS-001"
 DEFAULT_CONSENSUS_THRESHOLD = 0.8  # actualConsensus a verdict needs (consensusThreshold)
@@ -20,9 +21,9 @@ DEFAULT_MIN_VOTERS = 3  # fewer non-abstaining voters: INSUFFICIENT_EVIDENCE
 DEFAULT_MAX_CHALLENGE_ROUNDS = 2  # then CONTESTED
 
 Threshold = Annotated[float, Field(strict=True, gt=0, le=1)]
-MinVoters = Annotated[int, Field(strict=True, ge=1)]
-Rounds = Annotated[int, Field(strict=True, ge=0)]
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+MinVoters = Annotated[int, Field(strict=True, ge=1, le=MAX_BALLOTS)]
+Rounds = Annotated[int, Field(strict=True, ge=0, le=MAX_ROUNDS)]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]
 
 
 class ConsOptions(BaseModel):
@@ -31,7 +32,7 @@ class ConsOptions(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
     question_id: Name = DEFAULT_QUESTION_ID
-    options: list[Name] = Field(min_length=1, description="the options the agents vote on")
+    options: list[Name] = Field(min_length=1, max_length=MAX_OPTIONS, description="the options the agents vote on")
     consensus_threshold: Threshold = DEFAULT_CONSENSUS_THRESHOLD
     count_threshold: Threshold = DEFAULT_COUNT_THRESHOLD
     min_voters: MinVoters = DEFAULT_MIN_VOTERS

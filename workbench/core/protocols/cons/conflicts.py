@@ -11,6 +11,12 @@ The rules are in docs/protocols.md (CONS section); in short:
   otherwise high / medium / low from the minority share and the least confident side.
 - conflictId: ``conflict_`` + the first 8 hex digits of sha256 over the canonical JSON of the
   question id, the conflict type and the sorted (agentId, position) pairs.
+
+Cost stays near-linear in the ballots (docs/limits.md): ballots are grouped by option once; the
+accept-set conflicts pair accept groups only while their positions fit in
+``MAX_CONFLICT_POSITIONS`` (beyond that, the heaviest groups are paired and each such conflict
+says so); and the near-duplicate test compares each distinct rationale with the first before
+any pairwise comparison.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from collections.abc import Sequence
 from itertools import combinations
 from typing import Literal
 
+from workbench.core.limits import MAX_CONFLICT_POSITIONS, MAX_NEAR_DUPLICATE_PAIRS
 from workbench.core.protocols.cons.models import (
     TOL, Ballot, ConflictType, ConsQuestion, EscalationReason, Position, Severity,
     SuppliedConflict, _Model)
@@ -136,9 +143,12 @@ def detect_conflicts(q: ConsQuestion, *, critical_option: str | None = None) -> 
     """
     order = q.option_order()
     out: list[Conflict] = []
+    by_option: dict[str, tuple[list[tuple[str, float]], list[tuple[str, float]]]] = {o: ([], []) for o in order}
+    for b in q.votes:
+        if b.vote != "abstain":
+            by_option.setdefault(b.option, ([], []))[b.vote == "reject"].append((b.agent_id, b.confidence))
     for opt in order:
-        acc = [(b.agent_id, b.confidence) for b in q.votes if b.option == opt and b.vote == "accept"]
-        rej = [(b.agent_id, b.confidence) for b in q.votes if b.option == opt and b.vote == "reject"]
+        acc, rej = by_option[opt]
         if acc and rej:
             out.append(_make(q, "contradiction", [(f"accept {opt}", acc), (f"reject {opt}", rej)],
                              (opt,), f"{len(acc)} accept and {len(rej)} reject {opt!r}",
@@ -152,12 +162,17 @@ def detect_conflicts(q: ConsQuestion, *, critical_option: str | None = None) -> 
     for agent, chosen in accepts.items():
         key = tuple(sorted(chosen))  # by name, so the position text ignores ballot order
         groups.setdefault(key, []).append((agent, max(chosen.values())))
-    for s1, s2 in combinations(groups, 2):
+    paired = paired_groups(groups)
+    omitted = ""
+    if len(paired) < len(groups):
+        omitted = (f" (only the {len(paired)} heaviest of {len(groups)} accept groups are paired: "
+                   f"at most {MAX_CONFLICT_POSITIONS:,} positions, see docs/limits.md)")
+    for s1, s2 in combinations(paired, 2):
         ctype: ConflictType = "partial-overlap" if set(s1) & set(s2) else "priority-difference"
         opts = tuple(o for o in order if o in s1 or o in s2)
         out.append(_make(q, ctype, [(_accept_text(s1), groups[s1]), (_accept_text(s2), groups[s2])],
                          opts, f"{len(groups[s1])} agent(s) accept {' + '.join(s1)}; "
-                         f"{len(groups[s2])} accept {' + '.join(s2)}"))
+                         f"{len(groups[s2])} accept {' + '.join(s2)}{omitted}"))
     seen = {c.conflict_id for c in out}
     for sc in q.conflicts:
         c = _supplied(q, sc)
@@ -165,6 +180,31 @@ def detect_conflicts(q: ConsQuestion, *, critical_option: str | None = None) -> 
             seen.add(c.conflict_id)
             out.append(c)
     return out
+
+
+def paired_groups(groups: dict[tuple[str, ...], list[tuple[str, float]]],
+                  limit: int = MAX_CONFLICT_POSITIONS) -> list[tuple[str, ...]]:
+    """The accept groups whose every pair becomes a conflict, in first-seen order.
+
+    Pairing G groups lists every member (G - 1) times, so all groups are paired while
+    (G - 1) x members <= ``limit``; past that, the heaviest groups (summed confidence, then size,
+    then first seen) that fit. Two groups always fit: their members are at most the ballots.
+    """
+    members = sum(len(m) for m in groups.values())
+    if (len(groups) - 1) * members <= limit:
+        return list(groups)
+    keys = list(groups)
+    weight = [sum(c for _, c in groups[k]) for k in keys]
+    rank = sorted(range(len(keys)), key=lambda i: (-weight[i], -len(groups[keys[i]]), i))
+    chosen: list[int] = []
+    count = 0
+    for i in rank:
+        size = len(groups[keys[i]])
+        if len(chosen) >= 2 and len(chosen) * (count + size) > limit:
+            break
+        chosen.append(i)
+        count += size
+    return [keys[i] for i in sorted(chosen)]
 
 
 def _supplied(q: ConsQuestion, sc: SuppliedConflict) -> Conflict:
@@ -190,9 +230,35 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def near_duplicates(texts: Sequence[str]) -> bool:
     """True when every pair of texts has token Jaccard >= 0.9 (at least two texts)."""
-    toks = [tokens(t) for t in texts]
-    return len(toks) >= 2 and all(
-        jaccard(x, y) >= NEAR_DUPLICATE_JACCARD - TOL for x, y in combinations(toks, 2))
+    return _near_duplicate_reason(texts) is not None
+
+
+def _near_duplicate_reason(texts: Sequence[str]) -> str | None:
+    """Why the texts count as near-duplicates, or None. Near-linear where it can be decided so.
+
+    Jaccard distance (1 - J) is a metric, so with the first distinct token set as a pivot:
+    a text farther than 0.1 from it settles "no" (that pair fails); all within 0.05 settles
+    "yes" (any two are within 0.1 of each other). Only in between are the distinct sets compared
+    pair by pair, and only up to MAX_NEAR_DUPLICATE_PAIRS of them; past that, "every rationale
+    within 0.1 of the first" is reported as such (pairs within 0.2), which still asks a human.
+    """
+    if len(texts) < 2:
+        return None
+    words = f"the rationales are near-duplicates (token Jaccard >= {NEAR_DUPLICATE_JACCARD})"
+    distinct = list(dict.fromkeys(tokens(t) for t in texts))  # identical texts are 1 apart
+    pivot, rest = distinct[0], distinct[1:]
+    far = 1 - NEAR_DUPLICATE_JACCARD  # 0.1
+    close = [jaccard(pivot, other) for other in rest]
+    if any(j < NEAR_DUPLICATE_JACCARD - TOL for j in close):
+        return None
+    if all(j >= 1 - far / 2 for j in close):  # each within 0.05 of the pivot: any two within 0.1
+        return words
+    if len(distinct) <= MAX_NEAR_DUPLICATE_PAIRS:
+        if all(jaccard(x, y) >= NEAR_DUPLICATE_JACCARD - TOL for x, y in combinations(rest, 2)):
+            return words
+        return None
+    return (f"the rationales are near-duplicates: each of {len(distinct):,} distinct rationales is within "
+            f"token Jaccard distance {far:.1f} of the first (not every pair compared, see docs/limits.md)")
 
 
 def suspicious_unanimity(voters: Sequence[str], leading: str | None,
@@ -211,8 +277,9 @@ def suspicious_unanimity(voters: Sequence[str], leading: str | None,
     why = []
     if all(b.confidence >= UNANIMITY_CONFIDENCE - TOL for b in picked):
         why.append(f"every confidence is >= {UNANIMITY_CONFIDENCE}")
-    if near_duplicates([b.rationale for b in picked]):
-        why.append(f"the rationales are near-duplicates (token Jaccard >= {NEAR_DUPLICATE_JACCARD})")
+    duplicates = _near_duplicate_reason([b.rationale for b in picked])
+    if duplicates:
+        why.append(duplicates)
     if not why:
         return None
     return f"all {len(voters)} voters accept {leading!r} and " + " and ".join(why)

@@ -7,14 +7,24 @@ JSON keys are the seed's camelCase (``agentId``, ``consensusThreshold``); both a
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from workbench.core.errors import InputError, from_pydantic
+from workbench.core.limits import (
+    MAX_BALLOTS,
+    MAX_EVIDENCE,
+    MAX_NAME_CHARS,
+    MAX_OPTIONS,
+    MAX_QUERY_CHARS,
+    MAX_RATIONALE_CHARS,
+    MAX_SUPPLIED_CONFLICTS,
+    too_long,
+    too_many,
+)
 from workbench.core.protocols.cons.config import (
     DEFAULT_CONSENSUS_THRESHOLD,
     DEFAULT_COUNT_THRESHOLD,
@@ -24,7 +34,7 @@ from workbench.core.protocols.cons.config import (
     Rounds,
     Threshold,
 )
-from workbench.core.protocols.shared.validation import plain_message
+from workbench.core.protocols.shared.validation import plain_message, shown
 
 Vote = Literal["accept", "reject", "abstain"]
 Verdict = Literal["PROVEN", "REFUTED", "CONTESTED", "INSUFFICIENT_EVIDENCE"]
@@ -46,19 +56,19 @@ _REQUIRED_RULE = {"agentId": "CONS-001", "option": "CONS-001", "vote": "CONS-001
 
 
 def _show(value: object) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
+    """A value as JSON, for a message; a huge one is never serialised whole."""
+    return shown(value, 200)
 
 
-def _text(value: object, rule: str = "") -> str:
-    """Non-blank text, stripped."""
+def _text(value: object, rule: str = "", limit: int = MAX_NAME_CHARS) -> str:
+    """Non-blank text of at most ``limit`` characters, stripped."""
     tag = f" ({rule})" if rule else ""
     if value is None:
         raise ValueError(f"required{tag}")
     if not isinstance(value, str):
-        raise ValueError(f"must be text{tag}, got {_show(value)}")
+        raise ValueError(f"must be text{tag}, got {_show(value)[:60]}")
+    if len(value) > limit:
+        raise ValueError(too_long(len(value), limit))
     if not value.strip():
         raise ValueError(f"required{tag}")
     return value.strip()
@@ -91,8 +101,8 @@ class Evidence(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    file: str | None = None
-    section: str | None = None
+    file: str | None = Field(None, max_length=MAX_RATIONALE_CHARS)
+    section: str | None = Field(None, max_length=MAX_RATIONALE_CHARS)
     type: str
 
     @field_validator("type", mode="before")
@@ -139,7 +149,7 @@ class Ballot(_Model):
     @field_validator("rationale", mode="before")
     @classmethod
     def _rationale(cls, v: object) -> str:
-        return _text(v, "CONS-002")
+        return _text(v, "CONS-002", MAX_RATIONALE_CHARS)
 
     @field_validator("evidence", mode="before")
     @classmethod
@@ -147,7 +157,9 @@ class Ballot(_Model):
         if v is None:
             return ()
         if not isinstance(v, (list, tuple)):
-            raise ValueError(f"must be a list of evidence objects, got {_show(v)}")
+            raise ValueError(f"must be a list of evidence objects, got {_show(v)[:60]}")
+        if len(v) > MAX_EVIDENCE:
+            raise ValueError(too_many(len(v), MAX_EVIDENCE))
         return v
 
     @property
@@ -166,10 +178,15 @@ class Position(_Model):
     position: str
     confidence: float
 
-    @field_validator("agent_id", "position", mode="before")
+    @field_validator("agent_id", mode="before")
     @classmethod
     def _t(cls, v: object) -> str:
         return _text(v)
+
+    @field_validator("position", mode="before")
+    @classmethod
+    def _p(cls, v: object) -> str:
+        return _text(v, limit=MAX_RATIONALE_CHARS)
 
     @field_validator("confidence", mode="before")
     @classmethod
@@ -181,7 +198,7 @@ class SuppliedConflict(_Model):
     """A conflict the ballots cannot show (e.g. scope-difference), given with the input."""
 
     conflict_type: ConflictType
-    positions: tuple[Position, ...]
+    positions: tuple[Position, ...] = Field(max_length=MAX_BALLOTS)
     severity: Severity | None = None  # None: computed by the documented rule
 
     @model_validator(mode="after")
@@ -203,13 +220,18 @@ class ConsQuestion(_Model):
     min_voters: MinVoters = DEFAULT_MIN_VOTERS
     challenge_rounds: Rounds = 0
     max_challenge_rounds: Rounds = DEFAULT_MAX_CHALLENGE_ROUNDS
-    votes: tuple[Ballot, ...]
-    conflicts: tuple[SuppliedConflict, ...] = ()
+    votes: tuple[Ballot, ...] = Field(max_length=MAX_BALLOTS)
+    conflicts: tuple[SuppliedConflict, ...] = Field((), max_length=MAX_SUPPLIED_CONFLICTS)
 
-    @field_validator("question_id", "question", mode="before")
+    @field_validator("question_id", mode="before")
     @classmethod
     def _t(cls, v: object) -> str:
         return _text(v)
+
+    @field_validator("question", mode="before")
+    @classmethod
+    def _q(cls, v: object) -> str:
+        return _text(v, limit=MAX_QUERY_CHARS)
 
     @field_validator("options", mode="before")
     @classmethod
@@ -217,7 +239,9 @@ class ConsQuestion(_Model):
         if v is None:
             return None
         if not isinstance(v, (list, tuple)):
-            raise ValueError(f"must be a list of option names, got {_show(v)}")
+            raise ValueError(f"must be a list of option names, got {_show(v)[:60]}")
+        if len(v) > MAX_OPTIONS:
+            raise ValueError(too_many(len(v), MAX_OPTIONS))
         return tuple(_text(o) if isinstance(o, str) else o for o in v)
 
     @field_validator("single_claim", mode="before")
@@ -231,7 +255,7 @@ class ConsQuestion(_Model):
     @classmethod
     def _lists(cls, v: object) -> object:
         if not isinstance(v, (list, tuple)):
-            raise ValueError(f"must be a list, got {_show(v)}")
+            raise ValueError(f"must be a list, got {_show(v)[:60]}")
         return v
 
     @model_validator(mode="after")
@@ -242,9 +266,14 @@ class ConsQuestion(_Model):
                 if o in seen:
                     raise InputError(f"options[{j}]", f"duplicate option {_show(o)}")
                 seen[o] = j
+        else:
+            derived = len(self.option_order())
+            if derived > MAX_OPTIONS:
+                raise InputError("votes", f"names too many options ({derived:,}; at most {MAX_OPTIONS:,})")
+        allowed = frozenset(self.options) if self.options is not None else None
         first: dict[tuple[str, str], int] = {}
         for j, b in enumerate(self.votes):
-            if self.options is not None and b.option not in self.options:
+            if allowed is not None and b.option not in allowed:
                 raise InputError(f"votes[{j}].option", f"unknown option {_show(b.option)}; "
                                  f"options are {_show(list(self.options))}")
             key = (b.agent_id, b.option)
@@ -306,6 +335,8 @@ def parse_ballots(items: object, field: str = "votes") -> tuple[Ballot, ...]:
     """Validate a list of ballot dicts (e.g. one challenge round's new ballots)."""
     if not isinstance(items, (list, tuple)):
         raise InputError(field, f"must be a list, got {_show(items)[:60]}")
+    if len(items) > MAX_BALLOTS:
+        raise InputError(field, too_many(len(items), MAX_BALLOTS))
     out = []
     for j, item in enumerate(items):
         if isinstance(item, Ballot):

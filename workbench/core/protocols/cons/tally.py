@@ -33,14 +33,22 @@ def _reached(share: float | None, threshold: float) -> bool:
 
 
 def tally(q: ConsQuestion) -> Tally:
-    """Per-option sums, the leading option, and A, B and actualConsensus (SPEC §3)."""
+    """Per-option sums, the leading option, and A, B and actualConsensus (SPEC §3).
+
+    O(n) in the ballots (plus the options): the ballots are grouped once by option and once by
+    agent, in ballot order, so every sum adds the same numbers in the same order as a plain scan.
+    """
     options = q.option_order()
-    agents = tuple(dict.fromkeys(b.agent_id for b in q.votes))
-    voters = tuple(a for a in agents
-                   if any(b.agent_id == a and b.vote != "abstain" for b in q.votes))
+    by_option: dict[str, list[Ballot]] = {o: [] for o in options}
+    by_agent: dict[str, list[Ballot]] = {}  # first seen first
+    for b in q.votes:
+        by_option.setdefault(b.option, []).append(b)
+        by_agent.setdefault(b.agent_id, []).append(b)
+    agents = tuple(by_agent)
+    voters = tuple(a for a, mine in by_agent.items() if any(b.vote != "abstain" for b in mine))
     per = []
     for o in options:
-        on = [b for b in q.votes if b.option == o]
+        on = by_option[o]
         acc = [b for b in on if b.vote == "accept"]
         rej = [b for b in on if b.vote == "reject"]
         per.append(OptionTally(
@@ -58,13 +66,13 @@ def tally(q: ConsQuestion) -> Tally:
                 and t.accept_count > best.accept_count):
             best = t
     leading = best.option if best is not None else None
-    accepters = {b.agent_id for b in q.votes if b.option == leading and b.vote == "accept"}
+    accepters = {b.agent_id for b in by_option.get(leading, ()) if b.vote == "accept"}
     a_weight = best.accept_weight if best is not None else 0.0
     opposition = []
     for agent in voters:
         if agent in accepters:
             continue
-        mine = [b for b in q.votes if b.agent_id == agent]
+        mine = by_agent[agent]
         rej = [b for b in mine if b.option == leading and b.vote == "reject"]
         other = [b for b in mine if b.option != leading and b.vote == "accept"]
         if rej:

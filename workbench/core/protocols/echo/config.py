@@ -13,6 +13,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from workbench.core.errors import InputError
+from workbench.core.limits import MAX_ECHO_INTERVAL, MAX_LIST_ITEMS, MAX_NAME_CHARS, MAX_RATIONALE_CHARS, MAX_RUN_AGENTS
 from workbench.core.protocols.echo.models import InjectionPattern
 from workbench.core.protocols.shared.validation import validate
 
@@ -20,7 +21,9 @@ DEFAULT_INTERVAL = 10  # turns between two checks ("about every 10 turns")
 DEFAULT_PROJECT = "Resonance Workbench"  # the project an anchor message names
 ANY_AGENT = "*"
 
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]
+Decision = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_RATIONALE_CHARS)]
+AgentName = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS)]
 
 
 class EchoOptions(BaseModel):
@@ -29,11 +32,12 @@ class EchoOptions(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
-    patterns: dict[str, InjectionPattern] = Field(default_factory=dict)
-    interval: int = Field(DEFAULT_INTERVAL, ge=1, description="turns between two checks")
+    patterns: dict[AgentName, InjectionPattern] = Field(default_factory=dict, max_length=MAX_RUN_AGENTS + 1)
+    interval: int = Field(DEFAULT_INTERVAL, ge=1, le=MAX_ECHO_INTERVAL, description="turns between two checks")
     project: Text = DEFAULT_PROJECT
     check_token: bool = Field(True, description="stateless agents: end each request with the check token")
-    decisions: list[Text] = Field(default_factory=list, description="settled decisions the session seed keeps")
+    decisions: list[Decision] = Field(default_factory=list, max_length=MAX_LIST_ITEMS,
+                                      description="settled decisions the session seed keeps")
 
 
 def parse_echo_options(raw: object) -> EchoOptions:

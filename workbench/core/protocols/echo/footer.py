@@ -12,6 +12,11 @@ footer counts only in the agent's own reply. The footer of a reply is its LAST f
 quoted data (blockquotes, delimited artifact blocks, verbatim artifact copies; see
 :mod:`echo_quoting`). If that last line is malformed, the reply's footer is malformed: an earlier
 well-formed line is not used instead, because the latest claim is the one that matters.
+
+A footer is a claim, not a proof: it never verifies the marker (the recital must stand outside
+every footer line, see :mod:`.verify`), and a reply whose only content is a footer line is not
+trusted at all (``session.watch_footer`` records nothing and asks for a check), since a footer
+is the easiest thing to copy from a peer's reply or an artifact.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from workbench.core.errors import InputError
+from workbench.core.limits import check_seed
 from workbench.core.resources import resource_path
 
 SEPARATOR = " — "  # an em dash (U+2014) with one space on each side
@@ -145,9 +146,12 @@ def load_templates(path: str | None = None) -> tuple[str, ...]:
 
 
 # ----- generation -------------------------------------------------------------------------------
-def make_rng(seed: int | None = None) -> random.Random:
-    """``secrets``-backed randomness by default; a seeded, reproducible one for simulated runs."""
-    return secrets.SystemRandom() if seed is None else random.Random(seed)
+def make_rng(seed: int | None = None, field: str = "--seed") -> random.Random:
+    """``secrets``-backed randomness by default; a seeded, reproducible one for simulated runs.
+
+    A seed is a whole number from 0 to 2**63 - 1, as everywhere in the workbench (docs/limits.md).
+    """
+    return secrets.SystemRandom() if seed is None else random.Random(check_seed(seed, field))
 
 
 class MarkerSpaceExhausted(ValueError):

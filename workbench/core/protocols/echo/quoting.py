@@ -11,7 +11,10 @@ recited anything. Before matching, these spans of the reply are masked:
    without its closing one masks to the end of the reply;
 3. verbatim copies of artifact texts the caller passes (the texts shown to the agent as data);
 4. optionally, fenced code blocks (```` ``` ```` or ``~~~``). Off by default, because agents
-   often format a recital as code.
+   often format a recital as code;
+5. the workbench's own fences (``<<<FENCE-…>>>`` … ``<<<END-FENCE-…>>>``, whatever the name, see
+   :mod:`..shared.fencing`): on by default, so a reply that copies a fenced block (an artifact, a
+   peer's text, the recent exchange Echo quotes back) has recited nothing.
 
 Masking replaces every masked character except line breaks with a space, so offsets, line and
 column numbers in the masked text are those of the original reply.
@@ -22,6 +25,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from workbench.core.protocols.shared.fencing import fence_spans
 
 _BLOCKQUOTE = re.compile(r"(?m)^[ \t]{0,3}>.*$")
 _FENCE_OPEN = re.compile(r"(?m)^[ \t]{0,3}(`{3,}|~{3,})")
@@ -35,16 +40,18 @@ class Quoting:
     artifacts: tuple[str, ...] = ()  # texts shown to the agent as data, masked where copied verbatim
     blockquotes: bool = True
     code_fences: bool = False
+    workbench_fences: bool = True
 
     @classmethod
     def of(cls, delimiters: Sequence[Sequence[str]] = (), artifacts: Sequence[str] = (), *,
-           blockquotes: bool = True, code_fences: bool = False) -> Quoting:
+           blockquotes: bool = True, code_fences: bool = False, workbench_fences: bool = True) -> Quoting:
         pairs = []
         for pair in delimiters:
             if len(pair) != 2 or not all(isinstance(p, str) and p for p in pair):
                 raise ValueError(f"a delimiter pair needs a non-empty opening and closing string, got {pair!r}")
             pairs.append((pair[0], pair[1]))
-        return cls(tuple(pairs), tuple(a for a in artifacts if a and a.strip()), blockquotes, code_fences)
+        return cls(tuple(pairs), tuple(a for a in artifacts if a and a.strip()), blockquotes, code_fences,
+                   workbench_fences)
 
 
 DEFAULT_QUOTING = Quoting()
@@ -70,6 +77,8 @@ def quoted_spans(text: str, quoting: Quoting = DEFAULT_QUOTING) -> list[tuple[in
             pos = start + len(needle)
     if quoting.code_fences:
         spans += _fenced_blocks(text)
+    if quoting.workbench_fences:
+        spans += fence_spans(text)
     return _merge(spans)
 
 

@@ -14,6 +14,12 @@ persists (``echo_records.persist_note``):
 Checks run at the check point before each turn when :func:`due_checks` says so, except for
 stateless agents, whose every reply is verified silently. A failed check starts a restoration at
 once; if it escalates, the session stops.
+
+The stateless seed block quotes the recent exchange (earlier queries and the agent's replies)
+back to the agent: that text is untrusted, so it goes in a fence drawn fresh for the call
+(:func:`fenced_seed`; ``meta["delimiter"]``, ``meta["fence_escapes"]``), and a recital copied
+from it counts for nothing. A footer counts only in the agent's own words, and never as the
+recital: a reply that is only a footer line is not trusted (:func:`watch_footer`).
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ from workbench.core.protocols.echo.markers import Marker, MarkerIssuer
 from workbench.core.protocols.echo.models import InjectionPattern, SessionSeed, VerificationEntry, utc_now
 from workbench.core.protocols.echo.quoting import DEFAULT_QUOTING, Quoting
 from workbench.core.protocols.echo.restore import RestorationContext, RestorationOutcome, restore
-from workbench.core.protocols.echo.verify import verify_reply
+from workbench.core.protocols.echo.verify import recital_text, verify_reply
+from workbench.core.protocols.shared.fencing import Fence, drop_fence_tokens
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note, drive
 
 if TYPE_CHECKING:
@@ -141,10 +148,13 @@ def echo_session(plan: EchoPlan, marker: Marker, *, new_marker: Callable[[], Mar
                 if st.escalated:
                     break
         events = set()
+        fence = Fence()
+        shown = fenced_seed(st.seed, fence) if pattern == "stateless" else st.seed
         call = AgentCall(key=f"echo/{agent}/turn/{turn}", agent=agent, purpose="turn",
-                         messages=tuple(turn_messages(pattern, st.seed, query, start=st.start_pending,
+                         messages=tuple(turn_messages(pattern, shown, query, start=st.start_pending,
                                                       project=plan.project, check_token=plan.check_token)),
-                         round_no=turn, meta={"turn": turn, "key_decision": key_decision})
+                         round_no=turn, meta={"turn": turn, "key_decision": key_decision,
+                                              **(fence.meta() if shown is not st.seed else {})})
         replies = yield Batch((call,), label=f"Turn {turn}")
         reply = (replies or {}).get(call.key)
         turns, st.start_pending = turn, False
@@ -154,8 +164,8 @@ def echo_session(plan: EchoPlan, marker: Marker, *, new_marker: Callable[[], Mar
         footer_event = yield from watch_footer(st.seed.agent, st.footer_states, st.marker.hex, text, turn, quoting)
         if footer_event:
             events.add("footer")
-        st.seed = st.seed.with_exchange(f"user: {query}",
-                                        f"{agent}: {text if text is not None else '(no reply)'}")
+        st.seed = st.seed.with_exchange(f"user: {drop_fence_tokens(query)}",
+                                        f"{agent}: {drop_fence_tokens(text) if text is not None else '(no reply)'}")
         if pattern == "stateless":
             reasons = due_checks(turn, events, pattern, plan.interval, last_check=last_check,
                                  key_decision=key_decision)
@@ -200,8 +210,8 @@ def _check(plan: EchoPlan, st: _State, reply: AgentReply | None, reasons: tuple[
     needs_new = plan.new_session_on_restore
     if needs_new is None:
         needs_new = plan.pattern == "stateful" or st.wall
-    ctx = RestorationContext(
-        restoration_id=f"restore-{st.marker.hex}", agent=plan.agent, seed=st.seed,
+    ctx = RestorationContext(  # its prompt quotes the recent exchange back: fenced, as in a turn
+        restoration_id=f"restore-{st.marker.hex}", agent=plan.agent, seed=fenced_seed(st.seed, Fence()),
         lost_marker=str(st.marker), lost_at=entry.time, session_id=st.session_id, pattern=plan.pattern,
         new_session_required=needs_new, project=plan.project, turn=turn, reason=result.reason,
         check_token=plan.check_token, crew=tuple(plan.crew), run_id=plan.run_id)
@@ -247,10 +257,14 @@ def outcome_notes(outcome: RestorationOutcome, *, pattern: str, run_id: str | No
 def watch_footer(agent: str, footer_states: list[dict[str, Any]], marker_hex: str, text: str | None, turn: int,
                  quoting: Quoting, run_id: str | None = None):
     """Record a change of the agent's footer state (a Note); returns True when it asks for a check
-    (Degraded or Recovering, or a footer hex that is not the current marker's)."""
+    (Degraded or Recovering, or a footer hex that is not the current marker's). A footer that is
+    the only content of the reply is not trusted (it may be a copy): nothing is recorded, and a
+    check is asked for, where the marker must be recited outside any footer line."""
     footer = find_footer(text, quoting)
     if footer is None:
         return False
+    if footer_only(text or "", quoting):
+        return True
     previous = footer_states[-1]["state"] if footer_states else None
     if footer.state != previous:
         footer_states.append({"turn": turn, "state": footer.state})
@@ -258,6 +272,19 @@ def watch_footer(agent: str, footer_states: list[dict[str, Any]], marker_hex: st
         yield Note("echo.footer", f"{agent}: footer state {footer.state}",
                    data={"agent": agent, "turn": turn, **extra, **footer.model_dump()})
     return footer.state != "Stable" or footer.resonance != marker_hex
+
+
+def fenced_seed(seed: SessionSeed, fence: Fence) -> SessionSeed:
+    """The seed as a prompt shows it: its recent exchange (quoted text, untrusted) in ``fence``.
+    The stored seed is unchanged; a seed with no recent exchange is returned as it is."""
+    if not seed.recent_exchange:
+        return seed
+    return seed.model_copy(update={"recent_exchange": [fence.wrap("; ".join(seed.recent_exchange))]})
+
+
+def footer_only(text: str, quoting: Quoting = DEFAULT_QUOTING) -> bool:
+    """Whether the reply's own text is nothing but footer lines."""
+    return not recital_text(text, quoting).strip()
 
 
 def _anchor_note(agent: str, marker: str, session_id: str, pattern: str, run_id: str | None, at: str,

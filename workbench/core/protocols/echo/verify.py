@@ -5,7 +5,11 @@ Rules:
   directly before or after it), in lowercase. The poetic fragment may be paraphrased or left
   out; a wrong hex fails even when the poetic text is exact;
 - only the agent's own text counts (see :mod:`echo_quoting`): the hex inside a blockquote, a
-  delimited artifact block or a verbatim copy of an artifact the caller names is quoted data;
+  delimited artifact block, a workbench fence or a verbatim copy of an artifact the caller names
+  is quoted data;
+- the footer line does not count either (SPEC §5 "Verification"): a footer is easy to copy, and
+  a reply whose only content is a footer line (copied from a peer's reply or an artifact) has
+  not recited the marker. The recital must stand outside every footer line;
 - uppercase does not count by default (the seed asks for an exact match, and an agent that
   changes the case has transformed the marker rather than recited it). The result says so in its
   reason; ``accept_uppercase=True`` relaxes this for a study that wants it.
@@ -19,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from workbench.core.errors import InputError
+from workbench.core.protocols.echo.footer import is_footer_line
 from workbench.core.protocols.echo.markers import Marker, is_hex, parse_hex_or_marker
 from workbench.core.protocols.echo.quoting import DEFAULT_QUOTING, Quoting, own_text, position
 
@@ -66,7 +71,7 @@ def verify_reply(reply: str | None, marker: Marker | str, *, quoting: Quoting = 
         why = f"no reply: the call failed ({error})" if error else "the reply is empty"
         return VerificationResult(verified=False, expected_hex=expected, reason=why)
 
-    own = own_text(reply, quoting)
+    own = recital_text(reply, quoting)
     exact = re.compile(_B + expected + _E)
     hit = exact.search(own)
     if hit:
@@ -74,7 +79,8 @@ def verify_reply(reply: str | None, marker: Marker | str, *, quoting: Quoting = 
             verified=True, expected_hex=expected, found_hex=expected, where=position(reply, hit.start()),
             reason=f"the agent's own reply contains the marker hex {expected}")
 
-    in_quoted = exact.search(reply) is not None
+    in_footer = exact.search(own_text(reply, quoting)) is not None
+    in_quoted = exact.search(reply) is not None and not in_footer
     folded = re.compile(_B + expected + _E, re.IGNORECASE).search(own)
     if folded:
         found = folded.group(0)
@@ -89,7 +95,10 @@ def verify_reply(reply: str | None, marker: Marker | str, *, quoting: Quoting = 
                    "recited exactly, in lowercase")
 
     cited = _candidate(own)
-    if in_quoted:
+    if in_footer:
+        reason = (f"{expected} appears only in a footer line; a footer can be copied, so the marker must be "
+                  "recited outside it" + (f"; the agent's own text cites {cited[0]}" if cited else ""))
+    elif in_quoted:
         reason = (f"{expected} appears only inside quoted artifact text, which is data and does not count"
                   + (f"; the agent's own text cites {cited[0]}" if cited else ""))
     elif cited:
@@ -99,6 +108,13 @@ def verify_reply(reply: str | None, marker: Marker | str, *, quoting: Quoting = 
     return VerificationResult(
         verified=False, expected_hex=expected, found_hex=cited[0] if cited else None,
         where=position(reply, cited[1]) if cited else None, reason=reason, in_quoted=in_quoted)
+
+
+def recital_text(reply: str, quoting: Quoting = DEFAULT_QUOTING) -> str:
+    """Where a recital counts: the agent's own text (:func:`own_text`) with its footer lines
+    blanked too (line breaks kept, so positions still match the reply)."""
+    lines = own_text(reply, quoting).split("\n")
+    return "\n".join(" " * len(line) if is_footer_line(line) else line for line in lines)
 
 
 def _candidate(own: str) -> tuple[str, int] | None:

@@ -13,7 +13,12 @@ of its batches the wrapper keeps one Echo session (see :mod:`.echo_session` for 
   :func:`due_checks` decides (boot, error or context limit, compaction, footer, interval) and
   the due agents get ``echo/<agent>/check/<turn>`` verify calls, all in one batch.
 - **Stateless agents** are verified silently on every ordinary reply: the exact hex in the
-  agent's own text, outside quoted artifacts (the run's fences, ``call.meta["delimiter"]``).
+  agent's own text, outside quoted artifacts (the run's fences, ``call.meta["delimiter"]``) and
+  outside footer lines (a copied footer recites nothing).
+- **Quoting back.** The pacemaker's "Recent exchange" quotes earlier messages and replies back to
+  the agent: it is untrusted text, fenced with the call's fence (the protocol's
+  ``meta["delimiter"]`` when it has one, else a fresh one, stored there), escapes counted in
+  ``meta["fence_escapes"]``. Excerpts keep no fence lines of their own.
 - **A failed check** runs :func:`echo_restore.restore` for that agent at once, with a new marker
   from ``issue_marker("echo/<agent>/restore/<n>")``; its verify call is keyed
   ``echo/<agent>/restore/<n>/verify``. An escalation yields a ``warning`` note; the agent keeps
@@ -48,16 +53,18 @@ from workbench.core.protocols.echo.markers import Marker, generate_marker, make_
 from workbench.core.protocols.echo.models import SessionSeed, VerificationEntry, utc_now
 from workbench.core.protocols.echo.quoting import Quoting
 from workbench.core.protocols.echo.restore import RestorationContext, restore
+from workbench.core.protocols.echo.footer import is_footer_line
 from workbench.core.protocols.echo.session import (  # the session's own note formats, so records match
     EchoSessionSummary,
     _anchor_note,
     _seed_note,
     _verification_note,
+    fenced_seed,
     outcome_notes,
     watch_footer,
 )
 from workbench.core.protocols.echo.verify import verify_reply
-from workbench.core.protocols.shared.fencing import fenced
+from workbench.core.protocols.shared.fencing import Fence, drop_fence_tokens, fenced
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 
 PATTERN_BY_OVERFLOW = {"silent_truncation": "stateless", "hard_rejection": "stateful",
@@ -169,7 +176,7 @@ def _error_kind(reply: AgentReply) -> str | None:
 
 
 def _excerpt(text: str | None) -> str:
-    words = _MARKER_TAIL.sub("", text or "").split()
+    words = _MARKER_TAIL.sub("", drop_fence_tokens(text or "")).split()
     return " ".join(words[:EXCERPT_WORDS]) + (" …" if len(words) > EXCERPT_WORDS else "")
 
 
@@ -179,19 +186,22 @@ def _last_user(messages) -> str:
 
 def quoting_for(call: AgentCall) -> Quoting:
     """What counts as quoted data in a reply to ``call``: the run's artifact fences
-    (``call.meta["delimiter"]``: an RCP fence name, or an ``[open, close]`` pair) and the texts
-    fenced in the request."""
+    (``call.meta["delimiter"]``: a fence name, or an ``[open, close]`` pair), the texts fenced in
+    the request, and any footer line the request shows (a copy of it is not the agent's own)."""
     fence = call.meta.get("delimiter")
     if isinstance(fence, str) and fence:
         pairs = [tuple(fenced("\0", fence).split("\n\0\n"))]
     elif isinstance(fence, (list, tuple)) and len(fence) == 2:
         pairs = [tuple(fence)]
     else:
-        return Quoting()
+        pairs = []
     request = "\n".join(m.get("content", "") for m in call.messages)
     shown = [m.group(1) for o, c in pairs
              for m in re.finditer(re.escape(o) + r"\n?(.*?)\n?" + re.escape(c), request, re.S)]
-    return Quoting.of(delimiters=pairs, artifacts=shown)
+    footers = [line.strip() for line in request.split("\n") if is_footer_line(line)]
+    if not pairs and not footers:
+        return Quoting()
+    return Quoting.of(delimiters=pairs, artifacts=shown + footers)
 
 
 class _EchoRun:
@@ -279,10 +289,17 @@ class _EchoRun:
         """The call as sent: the marker injected per the agent's pattern, and ``meta["echo"]``."""
         s = self.sessions[call.agent]
         messages = [dict(m) for m in call.messages]
+        meta = dict(call.meta)
         if not s.escalated and s.pattern == "stateless":
             i = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)
             query = messages[i]["content"] if i is not None else ""
-            (paced,) = pacemaker_messages(s.seed, query, check_token=self.opt.check_token)
+            seed = s.seed
+            if seed.recent_exchange:  # quoted back to the agent: untrusted, in the call's fence
+                own = meta.get("delimiter")
+                fence = Fence(own, meta.get("fence_escapes", 0)) if isinstance(own, str) and own else Fence()
+                seed = fenced_seed(seed, fence)
+                meta.update(fence.meta())
+            (paced,) = pacemaker_messages(seed, query, check_token=self.opt.check_token)
             if i is None:
                 messages.append(paced)
             else:
@@ -290,7 +307,7 @@ class _EchoRun:
         elif not s.escalated and not s.started:
             messages = session_start_messages(s.pattern, s.seed, self.opt.project) + messages
         return replace(call, messages=tuple(messages),
-                       meta={**call.meta, "echo": self._meta(s, s.turns + 1, call.messages)})
+                       meta={**meta, "echo": self._meta(s, s.turns + 1, call.messages)})
 
     def _after(self, call: AgentCall, sent: AgentCall, reply: AgentReply | None):
         """One turn done: record it, watch the footer, check a stateless reply silently; returns
@@ -373,6 +390,9 @@ class _EchoRun:
         # when a resumed run sends it again.
         named = s.seed.model_copy(update={"last_checkpoint": f"turn {s.checkpoint_turn}" if s.checkpoint_turn
                                           else "session start"})
+        fence, quoted = Fence(), bool(named.recent_exchange)  # the restoration prompt quotes it back too
+        named = fenced_seed(named, fence)
+        fenced_meta = fence.meta() if quoted else {}
         ctx = RestorationContext(
             restoration_id=f"restore-{s.marker.hex}", agent=s.agent, seed=named, lost_marker=str(s.marker),
             lost_at=lost_at, session_id=s.session_id, pattern=s.pattern,
@@ -382,7 +402,7 @@ class _EchoRun:
         n = len(s.restorations)
         engine = restore(ctx, new_marker=lambda: self.issue(f"echo/{s.agent}/restore/{n}"), now=self.now)
         verify_key = f"echo/{s.agent}/restore/{n}/verify"
-        outcome = yield from self._relay(engine, s, verify_key)
+        outcome = yield from self._relay(engine, s, verify_key, fenced_meta)
         notes, s.seed = outcome_notes(outcome, pattern=s.pattern, run_id=self.run_id, lost_hex=s.marker.hex,
                                       seed=s.seed, turn=turn, now=self.now)
         for note in notes:
@@ -396,14 +416,15 @@ class _EchoRun:
                    data={"agent": s.agent, "echo": "escalated", "restoration": ctx.restoration_id,
                          "turn": turn, "run_id": self.run_id})
 
-    def _relay(self, engine: Generator, s: _Session, verify_key: str):
+    def _relay(self, engine: Generator, s: _Session, verify_key: str, fenced_meta: dict):
         """Drive a restoration: its calls get run-stable keys (the engine's key holds the lost hex)."""
         try:
             item = next(engine)
             while True:
                 if isinstance(item, Batch):
                     keys = {f"{verify_key}/{i}" if i else verify_key: c for i, c in enumerate(item.calls)}
-                    sent = {k: replace(c, key=k, meta={**c.meta, "echo": self._meta(s, c.meta.get("turn"))})
+                    sent = {k: replace(c, key=k, meta={**c.meta, **fenced_meta,
+                                                       "echo": self._meta(s, c.meta.get("turn"))})
                             for k, c in keys.items()}
                     got = (yield Batch(tuple(sent.values()), item.label)) or {}
                     for k, c in sent.items():

@@ -29,7 +29,19 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from workbench.core.errors import InputError, field_path
+from workbench.core.limits import (
+    MAX_CLAIM_CHARS,
+    MAX_COUNT,
+    MAX_FINDING_VOTES,
+    MAX_FINDINGS,
+    MAX_NAME_CHARS,
+    MAX_RATIONALE_CHARS,
+    check_text,
+    too_long,
+    too_many,
+)
 from workbench.core.protocols.findings.config import DEFAULT_THRESHOLD, THRESHOLD_RANGE
+from workbench.core.protocols.shared.validation import plain_message
 #: Scores within this distance below the threshold still count as reaching it.
 TOLERANCE = 1e-9
 
@@ -86,9 +98,17 @@ def check_threshold(value: object, field: str = "threshold") -> float:
         raise InputError(field, str(exc)) from None
 
 
+def _limited(value: object, limit: int) -> object:
+    """A string of at most ``limit`` characters (its type is checked by the field itself)."""
+    if isinstance(value, str) and len(value) > limit:
+        raise ValueError(too_long(len(value), limit))
+    return value
+
+
 def _check_name(value: object) -> str:
     if not isinstance(value, str):
         raise ValueError(f"must be a string, not {_describe(value)}")
+    check_text(value, MAX_NAME_CHARS, "")
     name = value.strip()
     if not name:
         raise ValueError("must not be empty")
@@ -117,7 +137,7 @@ class Vote(BaseModel):
     confidence: float
     reason: str = ""
     timestamp: datetime | None = None
-    sequence: int | None = Field(default=None, ge=0)
+    sequence: int | None = Field(default=None, ge=0, le=MAX_COUNT)
     client: str | None = None
     source: str | None = None
 
@@ -129,7 +149,12 @@ class Vote(BaseModel):
     @field_validator("reason", mode="before")
     @classmethod
     def _reason(cls, value: object) -> object:
-        return "" if value is None else value
+        return "" if value is None else _limited(value, MAX_RATIONALE_CHARS)
+
+    @field_validator("client", "source", mode="before")
+    @classmethod
+    def _names(cls, value: object) -> object:
+        return _limited(value, MAX_NAME_CHARS)
 
     @field_validator("vote_type", mode="before")
     @classmethod
@@ -168,13 +193,18 @@ class Finding(BaseModel):
     id: str
     claim: str = ""
     context: dict[str, Any] = Field(default_factory=dict)
-    votes: tuple[Vote, ...] = ()
+    votes: tuple[Vote, ...] = Field((), max_length=MAX_FINDING_VOTES)
     threshold: float | None = None
 
     @field_validator("id", mode="before")
     @classmethod
     def _id(cls, value: object) -> str:
         return _check_name(value)
+
+    @field_validator("claim", mode="before")
+    @classmethod
+    def _claim(cls, value: object) -> object:
+        return _limited(value, MAX_CLAIM_CHARS)
 
     @field_validator("threshold", mode="before")
     @classmethod
@@ -289,12 +319,16 @@ def evaluate(finding: Finding, threshold: float = DEFAULT_THRESHOLD) -> FindingR
 
 
 class FindingsBook:
-    """Findings and their votes, in memory. Results are computed on demand from the history, so a
-    threshold change re-classifies everything. Queues list findings in creation order."""
+    """Findings and their votes, in memory. Results are computed on demand from each agent's
+    latest vote, so a threshold change re-classifies everything, and a vote costs O(agents), not
+    O(history). Queues list findings in creation order. A finding holds at most
+    :data:`~workbench.core.limits.MAX_FINDING_VOTES` votes."""
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD, findings: Iterable[Finding] = ()):
         self._threshold = check_threshold(threshold)
-        self._findings: dict[str, Finding] = {}
+        self._findings: dict[str, Finding] = {}  # each without its votes, which live below
+        self._votes: dict[str, list[Vote]] = {}  # the history, chronological
+        self._latest: dict[str, dict[str, Vote]] = {}  # agent -> latest vote, in first-vote order
         for finding in findings:
             self._add(finding)
 
@@ -326,7 +360,12 @@ class FindingsBook:
     def _add(self, finding: Finding) -> Finding:
         if finding.id in self._findings:
             raise InputError("id", f"duplicate finding id {finding.id!r}")
-        self._findings[finding.id] = finding
+        self._findings[finding.id] = finding.model_copy(update={"votes": ()})
+        self._votes[finding.id] = list(finding.votes)
+        latest: dict[str, Vote] = {}
+        for vote in finding.votes:
+            latest[vote.agent] = vote  # an existing key keeps its first-vote position
+        self._latest[finding.id] = latest
         return finding
 
     def _get(self, finding_id: str) -> Finding:
@@ -335,14 +374,23 @@ class FindingsBook:
         except (KeyError, TypeError):
             raise InputError("finding_id", f"no finding with id {finding_id!r}") from None
 
+    def _result(self, finding: Finding) -> FindingResult:
+        effective = self._threshold if finding.threshold is None else finding.threshold
+        result = _tally(self._latest[finding.id], effective, len(self._votes[finding.id]))
+        return FindingResult(id=finding.id, claim=finding.claim, **dict(result))
+
     def submit_vote(self, finding_id: str, vote: Vote | Mapping[str, Any]) -> FindingResult:
         """Append ``vote`` to the finding's history and return the updated result."""
         finding = self._get(finding_id)
         if not isinstance(vote, Vote):
             vote = _validate(Vote, vote, "vote")
-        updated = finding.model_copy(update={"votes": (*finding.votes, vote)})
-        self._findings[finding.id] = updated
-        return evaluate(updated, self._threshold)
+        history = self._votes[finding.id]
+        if len(history) >= MAX_FINDING_VOTES:
+            raise InputError("vote", f"finding {finding.id!r} already holds {len(history):,} votes, "
+                                     f"the most a finding may hold")
+        history.append(vote)
+        self._latest[finding.id][vote.agent] = vote
+        return self._result(finding)
 
     def set_finding_threshold(self, finding_id: str, threshold: float | None) -> FindingResult:
         """Override (or, with None, clear) one finding's threshold."""
@@ -353,16 +401,17 @@ class FindingsBook:
 
     def finding(self, finding_id: str) -> Finding:
         """A deep copy, so callers cannot change the book's context dict behind its back."""
-        return self._get(finding_id).model_copy(deep=True)
+        finding = self._get(finding_id)
+        return finding.model_copy(update={"votes": tuple(self._votes[finding.id])}, deep=True)
 
     def results(self, finding_id: str) -> FindingResult:
-        return evaluate(self._get(finding_id), self._threshold)
+        return self._result(self._get(finding_id))
 
     def history(self, finding_id: str) -> tuple[Vote, ...]:
-        return self._get(finding_id).votes
+        return tuple(self._votes[self._get(finding_id).id])
 
     def all_results(self) -> list[FindingResult]:
-        return [evaluate(f, self._threshold) for f in self._findings.values()]
+        return [self._result(f) for f in self._findings.values()]
 
     def _with_status(self, status: FindingStatus) -> list[FindingResult]:
         return [r for r in self.all_results() if r.status is status]
@@ -381,12 +430,23 @@ class FindingsPayload(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     threshold: float = DEFAULT_THRESHOLD
-    findings: tuple[Finding, ...]
+    findings: tuple[Finding, ...] = Field(max_length=MAX_FINDINGS)
 
     @field_validator("threshold", mode="before")
     @classmethod
     def _threshold(cls, value: object) -> float:
         return _check_threshold_value(value)
+
+    @field_validator("findings", mode="before")
+    @classmethod
+    def _few_enough_votes(cls, value: object) -> object:
+        """Votes over all findings, counted before any is validated (a huge input is refused fast)."""
+        if isinstance(value, (list, tuple)) and len(value) <= MAX_FINDINGS:
+            total = sum(len(f["votes"]) for f in value
+                        if isinstance(f, Mapping) and isinstance(f.get("votes"), (list, tuple)))
+            if total > MAX_FINDING_VOTES:
+                raise InputError("", too_many(total, MAX_FINDING_VOTES, "votes over all findings"))
+        return value
 
 
 def classify_payload(payload: object) -> list[dict[str, Any]]:
@@ -432,5 +492,11 @@ def _validate(model: type[BaseModel], data: object, prefix: str) -> Any:
         path = field_path(loc)
         if prefix:
             path = f"{prefix}{'' if not path or path.startswith('[') else '.'}{path}"
-        message = _MESSAGES.get(first.get("type", ""), first.get("msg", "invalid"))
+        original = (first.get("ctx") or {}).get("error")
+        if isinstance(original, InputError):  # a validator that named its own problem
+            message = original.message
+        elif first.get("type") in ("string_too_long", "too_long", "less_than_equal"):  # a limit, in words
+            message = plain_message(first)
+        else:
+            message = _MESSAGES.get(first.get("type", ""), first.get("msg", "invalid"))
         raise InputError(path, message.removeprefix("Value error, ")) from None

@@ -11,13 +11,15 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from workbench.core.errors import InputError
+from workbench.core.limits import MAX_CLAIM_CHARS, MAX_FINDINGS, MAX_LIST_ITEMS, MAX_NAME_CHARS
 from workbench.core.protocols.shared.validation import validate
 
 DEFAULT_THRESHOLD = 0.6  # a finding is confirmed at a score at or above it
 THRESHOLD_RANGE = (-1, 1)  # a score's own range: every vote a full challenge .. a full confirm
 
 Threshold = Annotated[float, Field(strict=True, ge=THRESHOLD_RANGE[0], le=THRESHOLD_RANGE[1])]
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]
+Claim = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_CLAIM_CHARS)]
 
 
 class FindingSpec(BaseModel):
@@ -26,7 +28,7 @@ class FindingSpec(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
     id: Text
-    claim: Text
+    claim: Claim
     context: dict[str, Any] = Field(default_factory=dict)
     threshold: Threshold | None = None
 
@@ -39,9 +41,10 @@ class FindingsOptions(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
     threshold: Threshold = DEFAULT_THRESHOLD
-    findings: list[dict[str, Any]] = Field(default_factory=list)
+    findings: list[dict[str, Any]] = Field(default_factory=list, max_length=MAX_FINDINGS)
     findings_from_run: Text | None = None
-    findings_tiers: list[Text] = Field(default_factory=list, description="of an RCP run: only these tiers")
+    findings_tiers: list[Text] = Field(default_factory=list, max_length=MAX_LIST_ITEMS,
+                                       description="of an RCP run: only these tiers")
 
     @model_validator(mode="after")
     def _findings(self) -> FindingsOptions:

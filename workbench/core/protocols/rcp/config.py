@@ -17,6 +17,15 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from workbench.core.errors import InputError, from_pydantic
+from workbench.core.limits import (
+    MAX_ARTIFACTS,
+    MAX_CLASSIFY_AGENTS,
+    MAX_CLUSTERS,
+    MAX_NAME_CHARS,
+    MAX_VOTE_CELLS,
+    too_many,
+)
+from workbench.core.protocols.shared.validation import input_error
 
 # Tier names, in the order results are listed (SPEC §1 "Order of results").
 TIERS = ("positive_consensus", "positive_polar", "negative_polar", "negative_consensus")
@@ -50,7 +59,8 @@ def _vote(value: object) -> int | None:
     raise ValueError(f"a vote is 1, 0 or null (true/false also accepted), got {value!r}")
 
 
-AgentId = Annotated[str, BeforeValidator(_agent_id), Field(min_length=1)]
+AgentId = Annotated[str, BeforeValidator(_agent_id), Field(min_length=1, max_length=MAX_NAME_CHARS)]
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
 Vote = Annotated[int | None, BeforeValidator(_vote)]
 
 
@@ -83,8 +93,8 @@ class Cluster(BaseModel):
 
     model_config = ConfigDict(strict=True, frozen=True)
 
-    name: str = Field(min_length=1)
-    agents: list[AgentId]
+    name: Name
+    agents: list[AgentId] = Field(max_length=MAX_CLASSIFY_AGENTS)
     theta: Theta | None = None
     weight: Weight | None = None
 
@@ -101,7 +111,7 @@ class RcpSettings(BaseModel):
 
     model_config = ConfigDict(strict=True)
 
-    reference: str | None = Field(None, description="the reference cluster; default: the first")
+    reference: str | None = Field(None, max_length=MAX_NAME_CHARS, description="the reference cluster; default: the first")
     theta: Theta = DEFAULT_THETA
     tau: Tau = DEFAULT_TAU
     weighted: bool = False
@@ -121,7 +131,7 @@ class RcpConfig(RcpSettings):
 
     model_config = ConfigDict(strict=True, frozen=True)
 
-    clusters: list[Cluster]
+    clusters: list[Cluster] = Field(max_length=MAX_CLUSTERS)
 
     @field_validator("clusters")
     @classmethod
@@ -162,19 +172,34 @@ class Artifact(BaseModel):
 
     model_config = ConfigDict(strict=True, frozen=True)
 
-    id: str = Field(min_length=1)
-    author: str | None = None
-    votes: dict[str, Vote] = Field(default_factory=dict)
+    id: Name
+    author: str | None = Field(None, max_length=MAX_NAME_CHARS)
+    # one vote per agent at most: a longer object names agents that are not in the panel
+    votes: dict[str, Vote] = Field(default_factory=dict, max_length=MAX_CLASSIFY_AGENTS)
+
+
+CLUSTER_KEYS = frozenset({"name", "agents", "theta", "weight"})
+ARTIFACT_KEYS = frozenset({"id", "author", "votes"})
 
 
 class RcpInput(RcpConfig):
-    """The whole ``rwb classify rcp`` input (SPEC §1)."""
+    """The whole ``rwb classify rcp`` input (SPEC §1). A key it does not know is refused with its
+    path (a typo such as ``taus`` is never ignored), as in a run configuration: here by the
+    model, in the clusters and artifacts by :func:`parse_input` (their models also read the panel
+    of a run configuration, where other keys are at home)."""
 
-    artifacts: list[Artifact]
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
+
+    artifacts: list[Artifact] = Field(max_length=MAX_ARTIFACTS)
+
+
 
 
 def check_config(cfg: RcpConfig) -> None:
     """Cross-field rules pydantic cannot place on a field path; raises :class:`InputError`."""
+    agents = sum(len(c.agents) for c in cfg.clusters)
+    if agents > MAX_CLASSIFY_AGENTS:
+        raise InputError("clusters", too_many(agents, MAX_CLASSIFY_AGENTS, "agents"))
     seen_names: dict[str, int] = {}
     owner: dict[str, int] = {}
     for i, cluster in enumerate(cfg.clusters):
@@ -201,6 +226,11 @@ def check_config(cfg: RcpConfig) -> None:
 def check_artifacts(inp: RcpInput) -> None:
     """Authors, voters and ids of every artifact; raises :class:`InputError`."""
     agents = inp.agent_cluster
+    cells = len(inp.artifacts) * len(agents)
+    if cells > MAX_VOTE_CELLS:  # the engine's vote matrix is artifacts x agents
+        raise InputError("artifacts", f"{too_many(len(inp.artifacts), MAX_VOTE_CELLS // max(len(agents), 1))} "
+                         f"for a panel of {len(agents):,} agents: artifacts x agents is {cells:,}, "
+                         f"at most {MAX_VOTE_CELLS:,}")
     seen_ids: dict[str, int] = {}
     for k, art in enumerate(inp.artifacts):
         if art.id in seen_ids:
@@ -225,11 +255,23 @@ def _validate(model: type[RcpConfig], payload: object) -> RcpConfig:
     try:
         return model.model_validate(payload)
     except ValidationError as exc:
+        if exc.errors()[0].get("type") in ("string_too_long", "too_long"):  # a limit: both sizes, in words
+            raise input_error(exc) from None
         raise from_pydantic(exc) from None
 
 
 def parse_input(payload: object) -> RcpInput:
     """Validate a decoded ``rwb classify rcp`` payload; any problem is an :class:`InputError`."""
+    if isinstance(payload, Mapping):
+        unknown = sorted(set(payload) - set(RcpInput.model_fields), key=str)
+        if unknown:
+            raise InputError(str(unknown[0]), "unknown key (check its spelling)")
+        for field, allowed in (("clusters", CLUSTER_KEYS), ("artifacts", ARTIFACT_KEYS)):
+            items = payload.get(field)
+            for k, item in enumerate(items if isinstance(items, list) else []):
+                unknown = sorted(set(item) - allowed, key=str) if isinstance(item, Mapping) else []
+                if unknown:
+                    raise InputError(f"{field}[{k}].{unknown[0]}", "unknown key (check its spelling)")
     inp = _validate(RcpInput, payload)
     assert isinstance(inp, RcpInput)
     check_config(inp)

@@ -11,12 +11,13 @@ of the value it checked.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Sized
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from workbench.core.errors import InputError, field_path
+from workbench.core.limits import too_long, too_many
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -34,7 +35,11 @@ _BOUND = {"greater_than": ("gt", "greater than"), "greater_than_equal": ("ge", "
 
 
 def shown(value: object, limit: int = 60) -> str:
-    """A value as the user wrote it (JSON), cut short."""
+    """A value as the user wrote it (JSON), cut short (a huge value is never serialised whole)."""
+    if isinstance(value, str) and len(value) > limit:
+        value = value[:limit]
+    elif isinstance(value, (list, tuple, dict)) and len(value) > 8:
+        return f"{'an object' if isinstance(value, dict) else 'a list'} of {len(value):,} items"
     try:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
@@ -62,8 +67,15 @@ def plain_message(error: Mapping[str, Any]) -> str:
     if kind in ("too_short", "string_too_short"):
         least = ctx.get("min_length", 1)
         return "must not be empty" if least == 1 else f"needs at least {least} items{got}"
-    if kind in ("too_long", "string_too_long"):
-        return f"may hold at most {ctx.get('max_length')} items{got}"
+    if kind == "string_too_long" or (kind == "too_long" and isinstance(error.get("input"), str)):
+        text = error.get("input")
+        return too_long(len(text), ctx.get("max_length")) if isinstance(text, str) else f"is too long{got}"
+    if kind == "too_long":
+        actual = ctx.get("actual_length")
+        if actual is None and isinstance(error.get("input"), Sized):
+            actual = len(error["input"])
+        return too_many(actual, ctx.get("max_length")) if actual is not None \
+            else f"may hold at most {ctx.get('max_length')} items"
     if kind == "union_tag_invalid":
         return f"must be one of {ctx.get('expected_tags')}, got {shown(ctx.get('tag'))}"
     if kind == "union_tag_not_found":
@@ -77,7 +89,8 @@ def input_error(exc: ValidationError, prefix: str = "", *,
     (``echo`` gives ``echo.interval``); ``clean`` may drop location parts that are not keys
     (such as the tag of a discriminated union)."""
     first = exc.errors()[0]
-    loc = [p for p in first.get("loc", ()) if p not in ("function-after", "function-before", "function-wrap")]
+    # "[key]": pydantic's marker for a bad dict key; the key itself is already in the path.
+    loc = [p for p in first.get("loc", ()) if p not in ("function-after", "function-before", "function-wrap", "[key]")]
     if clean is not None:
         loc = list(clean(loc))
     path = field_path(loc)

@@ -1,0 +1,60 @@
+"""Batches of runs (questions × provider mixes × replicates): started in one go, resumed in one go.
+
+A batch's runs are all created (each "interrupted", so resumable) before the first one runs, in
+the batch's own order. A batch killed at any moment is resumed by its id: the runs it never got
+to create are created, and every run not completed runs (or resumes) in order, so the finished
+batch holds exactly the runs an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from workbench.core.errors import WorkbenchError
+from workbench.core.project import runs as run_rows
+from workbench.core.project.store import Store, utc_now
+from workbench.core.runs.batch import expand_batch
+
+
+def new_batch_id() -> str:
+    return f"batch-{utc_now()[:19].replace(':', '').replace('-', '')}-{os.urandom(2).hex()}"
+
+
+def create_batch(store: Store, data: dict, runner) -> tuple[str, list[str]]:
+    """Record the batch and create every run of it; returns the batch id and the run ids."""
+    spec, planned = expand_batch(data)
+    batch_id = new_batch_id()
+    run_rows.create_batch(store, batch_id, spec.name, data)
+    ids = [runner.create(r.config, label=r.label, batch_id=batch_id, replicate=r.replicate) for r in planned]
+    return batch_id, ids
+
+
+def complete_batch(store: Store, batch_id: str, runner) -> list[str]:
+    """Create the runs a killed batch never got to, and return every run of the batch in order."""
+    data = run_rows.batch_config(store, batch_id)
+    if data is None:
+        raise WorkbenchError(f"There is no run or batch {batch_id!r} in this project.")
+    _, planned = expand_batch(data)
+    made = run_rows.batch_runs(store, batch_id)
+    for r in planned[len(made):]:  # runs are made in the batch's order: the missing ones are the tail
+        runner.create(r.config, label=r.label, batch_id=batch_id, replicate=r.replicate)
+    return [r.id for r in run_rows.batch_runs(store, batch_id)]
+
+
+def run_batch(store: Store, run_ids: list[str], execute: Callable[[str], dict],
+              on_run: Callable[[str], None] = lambda _id: None) -> list[dict]:
+    """Run each not-completed run in order; stop at a run left interrupted (cancelled,
+    rate-limited, waiting for a person): the rest waits for the resume. Returns the summaries."""
+    summaries = []
+    for run_id in run_ids:
+        run = run_rows.get_run(store, run_id)
+        if run.status == "completed":
+            summaries.append(run.summary)
+            continue
+        on_run(run_id)
+        summary = execute(run_id)
+        summaries.append(summary)
+        if summary.get("status") == "interrupted":
+            break
+    return summaries
