@@ -179,7 +179,10 @@ class Artifact(BaseModel):
 
 
 CLUSTER_KEYS = frozenset({"name", "agents", "theta", "weight"})
-ARTIFACT_KEYS = frozenset({"id", "author", "votes"})
+ARTIFACT_KEYS = frozenset({"id", "author", "votes", "text"})  # text: as an export carries it
+# A run configuration may be passed as it is: its other keys are read elsewhere, not typos.
+RUN_CONFIG_KEYS = frozenset({"protocol", "query", "seed", "dispatch", "providers", "label", "cache", "echo",
+                             "notes", "ballot_mode", "refinement_rounds"})
 
 
 class RcpInput(RcpConfig):
@@ -188,7 +191,7 @@ class RcpInput(RcpConfig):
     model, in the clusters and artifacts by :func:`parse_input` (their models also read the panel
     of a run configuration, where other keys are at home)."""
 
-    model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
+    model_config = ConfigDict(strict=True, frozen=True)  # unknown keys: see parse_input
 
     artifacts: list[Artifact] = Field(max_length=MAX_ARTIFACTS)
 
@@ -263,7 +266,7 @@ def _validate(model: type[RcpConfig], payload: object) -> RcpConfig:
 def parse_input(payload: object) -> RcpInput:
     """Validate a decoded ``rwb classify rcp`` payload; any problem is an :class:`InputError`."""
     if isinstance(payload, Mapping):
-        unknown = sorted(set(payload) - set(RcpInput.model_fields), key=str)
+        unknown = sorted(set(payload) - set(RcpInput.model_fields) - RUN_CONFIG_KEYS, key=str)
         if unknown:
             raise InputError(str(unknown[0]), "unknown key (check its spelling)")
         for field, allowed in (("clusters", CLUSTER_KEYS), ("artifacts", ARTIFACT_KEYS)):
