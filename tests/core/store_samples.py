@@ -101,4 +101,9 @@ SAMPLE_ROWS: dict[str, dict] = {
                            "reply_excerpt": "I recall…", "call_id": 1},
     "echo_restorations": {"id": 1, "restoration": "rest-1", "anchor_id": 1, "run_id": "r1", "agent_id": "a1",
                           "step": "log", "detail_json": {"message": "Resonance anchor lost"}, "created_at": T1},
+    "audit_notes": {"id": 1, "record_kind": "call", "record_id": "1", "run_id": "r1", "verdict": "suspect",
+                    "note": "the reply quotes the artifact's verdict", "author": "auditor", "created_at": T1},
+    "classification_variants": {"id": 1, "run_id": "r1", "round": 1, "label": "tau 0.7",
+                                "settings_json": {"tau": 0.7, "theta": {"advocate": 0.5}},
+                                "states_json": [{"artifact": "w1", "tier": "negative_polar"}], "created_at": T1},
 }

@@ -108,10 +108,11 @@ def test_a_project_of_schema_2_gets_its_findings_scored_when_migrated(tmp_path):
     findings.create_finding("claim", finding_id="f1")
     findings.submit_vote("f1", "scout", "confirm", 0.9)
     store.close_connection()
-    conn = sqlite3.connect(path, isolation_level=None)  # make it an old file: drop what step 3 added
+    conn = sqlite3.connect(path, isolation_level=None)  # make it an old file: drop what steps 3 and 4 added
     conn.executescript(
-        "BEGIN; DROP TABLE change_counters; " +
+        "BEGIN; " +
         "".join(f"DROP TRIGGER {name}; " for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")) +
+        "DROP TABLE change_counters; DROP TABLE audit_notes; DROP TABLE classification_variants; " +
         "ALTER TABLE findings DROP COLUMN score; ALTER TABLE findings DROP COLUMN k; "
         "ALTER TABLE findings DROP COLUMN status; ALTER TABLE findings DROP COLUMN votes_valid; "
         "ALTER TABLE findings DROP COLUMN votes_invalid; ALTER TABLE findings DROP COLUMN last_vote_at; "

@@ -434,8 +434,44 @@ ALTER TABLE findings ADD COLUMN last_vote_at TEXT;
 """,
 ])
 
+# Step 4: an auditor's verdicts and notes on any record, and the what-if classifications a user
+# saves from the Quadrant (a labelled variant of a run's thresholds; the run itself is untouched).
+_V4 = "\n".join([
+    """
+-- record_kind names the table of the record ('call', 'trace', 'vote', 'ballot', 'finding',
+-- 'finding_vote', 'artifact'); record_id is its key as text. One row per note: the latest
+-- verdict of a record is its newest row.
+CREATE TABLE audit_notes (
+    id INTEGER PRIMARY KEY,
+    record_kind TEXT NOT NULL,
+    record_id TEXT NOT NULL,
+    run_id TEXT REFERENCES runs(id) ON DELETE CASCADE,
+    verdict TEXT NOT NULL CHECK (verdict IN ('ok', 'suspect', 'wrong')),
+    note TEXT NOT NULL DEFAULT '',
+    author TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL
+);
+CREATE INDEX audit_notes_record ON audit_notes(record_kind, record_id);
+-- settings_json holds theta per cluster, tau and weights; states_json the resonance states the
+-- engine gave under them, from the run's stored votes (no model is called).
+CREATE TABLE classification_variants (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    round INTEGER NOT NULL DEFAULT 1,
+    label TEXT NOT NULL,
+    settings_json TEXT NOT NULL,
+    states_json TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX classification_variants_run ON classification_variants(run_id);
+INSERT INTO change_counters (tbl) VALUES ('audit_notes'), ('classification_variants');
+""",
+    watch_triggers("audit_notes"),
+    watch_triggers("classification_variants"),
+])
+
 # MIGRATIONS[n] takes a file from schema version n - 1 to n.
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3}
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
