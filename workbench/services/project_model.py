@@ -33,6 +33,9 @@ class ProjectModel(QObject):
     changed = Signal(object)  # Changes
     failed = Signal(str, str)  # message for the user, details for the disclosure
     busy_changed = Signal(bool)
+    # "Open in Trace Inspector" from any panel: a RecordRef. Panels never call each other; the
+    # Trace Inspector listens, and the window brings its dock forward.
+    reveal_requested = Signal(object)
 
     POLL_MS = 400  # how soon writes from other processes show up
 
@@ -110,6 +113,10 @@ class ProjectModel(QObject):
                 on_done(changes)  # type: ignore[arg-type]
 
         self._run(name, job, finished)
+
+    def reveal(self, ref) -> None:
+        """Ask for ``ref`` (a :class:`~workbench.core.project.refs.RecordRef`) to be shown."""
+        self.reveal_requested.emit(ref)
 
     def close(self) -> None:
         if self._store is None:
