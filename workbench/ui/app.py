@@ -10,6 +10,7 @@ from PySide6.QtCore import QSettings, QTimer
 from PySide6.QtWidgets import QApplication
 
 from workbench.services.project_model import ProjectModel
+from workbench.ui import theme
 from workbench.ui.main_window import APP_NAME, MainWindow
 from workbench.ui.settings import AppSettings
 
@@ -26,6 +27,9 @@ def create_application() -> QApplication:
     # must take the GIL; with Python's default 5 ms switch interval a busy worker makes the
     # window wait up to 5 ms each time. 1 ms keeps the window responsive (bench/gui_refresh.py).
     sys.setswitchinterval(GIL_SWITCH_S)
+    # Fusion, the bundled fonts (every glyph the UI draws) and the icon, before any widget exists;
+    # the window then applies the remembered theme and zoom.
+    theme.install(app)
     return app  # type: ignore[return-value]
 
 

@@ -1,33 +1,66 @@
-"""The main window: a tool window of docks over one shared ProjectModel."""
+"""The main window: a tool window of docks over one shared ProjectModel.
+
+What it adds around the panels: the menus and their shortcuts (``window_menus``), one undo stack
+for configuration edits (``history``, given to every panel), the light and dark themes and the
+zoom (remembered), the one non-blocking message area with its history, and a status bar with the
+open project, its providers and the progress of any long action with its Cancel.
+
+The window never grows by itself: the docks scroll their panel rather than impose its minimum
+size, the message area has a bounded height, and the status bar's labels elide. So the
+geometry it saves is the user's, and a 1280×720 projector fits it.
+"""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QMenu, QProgressBar,
-                               QPushButton, QToolBar, QWidget)
+from PySide6.QtCore import QObject, QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QCloseEvent, QGuiApplication, QUndoStack
+from PySide6.QtWidgets import QApplication, QDockWidget, QFrame, QMainWindow, QScrollArea, QToolBar, QWidget
 
 from workbench.core.project.changes import Changes
 from workbench.core.project.store import Store
-from workbench.services.runs.manual_agents import QtManualAgents
 from workbench.services.project_model import ProjectModel
 from workbench.services.reads import Reader
+from workbench.services.runs.manual_agents import QtManualAgents
 from workbench.services.runs.service import RunService
-from workbench.ui import prompts
+from workbench.ui import prompts, theme
 from workbench.ui.panels import ALL_PANELS
 from workbench.ui.panels.base import Panel
 from workbench.ui.panels.live_run_panel import progress_text
 from workbench.ui.settings import AppSettings
 from workbench.ui.widgets.notices import NoticeArea
+from workbench.ui.widgets.status import ElidedLabel, JobStatus
+from workbench.ui.window_menus import WindowMenus
 
 APP_NAME = "Resonance Workbench"
 LAYOUT_VERSION = 1  # bump when the set of docks changes, so an old saved layout is ignored
+PREFERRED_SIZE = QSize(1400, 880)
+FRAME_ALLOWANCE = QSize(16, 40)  # a window manager's border and title bar, not known before showing
+
+
+def fit_geometry(available: QRect, preferred: QSize = PREFERRED_SIZE) -> QRect:
+    """The default geometry: the preferred size, or less to fit ``available`` (the screen less its
+    panels) with room for the window frame, centred."""
+    width = max(min(preferred.width(), available.width() - FRAME_ALLOWANCE.width()), 320)
+    height = max(min(preferred.height(), available.height() - FRAME_ALLOWANCE.height()), 240)
+    rect = QRect(0, 0, width, height)
+    rect.moveCenter(available.center())
+    return rect
+
+
+class _Progress(QObject):
+    """Emitted from a worker thread; delivered (queued) on the GUI thread."""
+
+    progressed = Signal(int, int, str)  # done, total, what is being done
 
 
 class MainWindow(QMainWindow):
+    zoom_changed = Signal(float)  # the new factor: plots scale their fonts and markers by it
+    theme_changed = Signal(str)  # "light" or "dark"
+
     def __init__(self, model: ProjectModel, settings: AppSettings, parent: QWidget | None = None):
         super().__init__(parent)
         self.model = model
@@ -35,16 +68,27 @@ class MainWindow(QMainWindow):
         self._status_reader = Reader(model.reads, self, name="read status")
         self.persist_layout = True
         self._auto_size_until = 0.0  # a smoke launch (bench/startup.py) leaves the user's layout alone
+        self._job_text = ""  # what the model is busy with, when this window asked for it
+        self._job_cancel: threading.Event | None = None  # set by Cancel: the job stops between steps
         self.setWindowTitle(APP_NAME)
         self.setObjectName("mainWindow")
-        self.resize(1400, 880)
         self.setDockOptions(QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowNestedDocks
                             | QMainWindow.DockOption.AllowTabbedDocks)
+
+        app = QApplication.instance()
+        theme.install(app)
+        self.theme_name = theme.apply_theme(app, settings.theme() or theme.DEFAULT_THEME)
+        self.zoom = theme.apply_zoom(app, settings.zoom())
 
         # The docks fill the window: the central widget is an empty, hidden placeholder.
         placeholder = QWidget(self)
         placeholder.hide()
         self.setCentralWidget(placeholder)
+
+        # Undo and redo of configuration edits: one stack, shared by every panel, cleared when
+        # the project changes (a command of one project must never run on another).
+        self.history = QUndoStack(self)
+        self.history.setUndoLimit(500)
 
         # Live runs: owned by the window, shut down before the model when it closes.
         self.manual_agents = QtManualAgents(self)
@@ -54,18 +98,21 @@ class MainWindow(QMainWindow):
         self.docks: dict[str, QDockWidget] = {}
         for panel_class in ALL_PANELS:
             panel = panel_class(model, self)
+            if getattr(panel, "history", None) is None:  # (the Findings panel's is a vote table)
+                panel.history = self.history
             # Qt reads "&" in a dock title as a mnemonic marker, so it must be doubled.
             dock = QDockWidget(panel_class.TITLE.replace("&", "&&"), self)
             dock.setObjectName(panel_class.OBJECT_NAME + "Dock")
-            dock.setWidget(panel)
+            dock.setWidget(self._scroller(panel))
             self.panels[panel_class.OBJECT_NAME] = panel
             self.docks[panel_class.OBJECT_NAME] = dock
 
         self.panels["liveRunPanel"].attach(self.runs, self.manual_agents)  # type: ignore[attr-defined]
 
         self._build_notices()
-        self._build_menus()
+        self.menus = WindowMenus(self)
         self._build_status_bar()
+        self.setGeometry(fit_geometry(self._available()))
         self._default_layout()
         self._layout_restored = self._restore_layout()
 
@@ -76,9 +123,19 @@ class MainWindow(QMainWindow):
         model.changed.connect(self._on_changed)
 
     # ----- construction ----------------------------------------------------------------------
+    def _scroller(self, panel: Panel) -> QScrollArea:
+        """The panel in a frameless scroll area: a dock smaller than the panel's minimum size
+        scrolls it instead of forcing the window to grow."""
+        scroll = QScrollArea(self)
+        scroll.setObjectName(panel.objectName() + "Scroll")
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(panel)
+        return scroll
+
     def _build_notices(self) -> None:
         self.notices = NoticeArea(self)
-        bar = QToolBar("Notices", self)
+        bar = QToolBar("Messages", self)
         bar.setObjectName("noticesBar")
         bar.setMovable(False)
         bar.setFloatable(False)
@@ -86,56 +143,37 @@ class MainWindow(QMainWindow):
         bar.addWidget(self.notices)
         bar.hide()
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
-        self.notices.emptied.connect(lambda empty: bar.setVisible(not empty))
+        self.notices.emptied.connect(self._on_notices_changed)
+        self.notices.history_requested.connect(self.show_message_history)
         self._notices_bar = bar
 
-    def _build_menus(self) -> None:
-        file_menu = self.menuBar().addMenu("&File")
-        self.action_new = self._action(file_menu, "&New Project…", QKeySequence.StandardKey.New, self._on_new)
-        self.action_open = self._action(file_menu, "&Open…", QKeySequence.StandardKey.Open, self._on_open)
-        self.recent_menu = QMenu("Open &Recent", self)
-        file_menu.addMenu(self.recent_menu)
-        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
-        self.action_save_as = self._action(file_menu, "Save &As…", QKeySequence.StandardKey.SaveAs, self._on_save_as)
-        file_menu.addSeparator()
-        self.action_import = self._action(file_menu, "&Import ARM Traces…", None, self._on_import)
-        self.action_close = self._action(file_menu, "&Close Project", QKeySequence.StandardKey.Close, self.model.close)
-        file_menu.addSeparator()
-        self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
+    def _on_notices_changed(self, empty: bool) -> None:
+        bar = self._notices_bar
+        bar.setVisible(not empty)
+        # A toolbar keeps the size its widget had when it was laid out: ask again, now and once
+        # the messages have their width (their height depends on it).
+        self._refit_notices()
+        QTimer.singleShot(0, self._refit_notices)
 
-        view_menu = self.menuBar().addMenu("&View")
-        for dock in self.docks.values():
-            view_menu.addAction(dock.toggleViewAction())
-        view_menu.addSeparator()
-        self._action(view_menu, "&Reset Layout", None, self._reset_layout)
-        self._update_actions()
-
-    def _action(self, menu: QMenu, text: str, shortcut, slot) -> QAction:
-        action = QAction(text, self)
-        if shortcut is not None:
-            action.setShortcut(shortcut)
-        action.triggered.connect(slot)
-        menu.addAction(action)
-        return action
+    def _refit_notices(self) -> None:
+        bar = self._notices_bar
+        bar.layout().invalidate()
+        bar.updateGeometry()
 
     def _build_status_bar(self) -> None:
         bar = self.statusBar()
-        self.project_label = QLabel("No project open", self)
+        self.project_label = ElidedLabel("No project open", self)
         self.project_label.setObjectName("projectLabel")
-        self.provider_label = QLabel("", self)
+        self.provider_label = ElidedLabel("", self, mode=Qt.TextElideMode.ElideRight)
         self.provider_label.setObjectName("providerLabel")
-        self.progress = QProgressBar(self)
-        self.progress.setMaximumWidth(220)
-        self.progress.setTextVisible(True)
-        self.cancel_button = QPushButton("Cancel", self)
-        self.cancel_button.setToolTip("Cancel the run in progress (it stays resumable)")
-        self.cancel_button.clicked.connect(self._on_cancel_clicked)
-        bar.addWidget(self.project_label, 1)
-        bar.addPermanentWidget(self.provider_label)
-        bar.addPermanentWidget(self.progress)
-        bar.addPermanentWidget(self.cancel_button)
-        self.progress.hide()
-        self.cancel_button.hide()
+        self.job = JobStatus(self)
+        # The names the tests and the Live Run panel's users know.
+        self.progress = self.job.bar
+        self.cancel_button = self.job.cancel_button
+        self.job.cancel_clicked.connect(self._on_cancel_clicked)
+        bar.addWidget(self.project_label, 3)
+        bar.addWidget(self.provider_label, 2)
+        bar.addPermanentWidget(self.job)
         self.runs.running_changed.connect(self._on_run_running_changed)
         self.runs.progressed.connect(self._on_run_progressed)
         self.runs.finished.connect(self._on_run_finished)
@@ -143,6 +181,10 @@ class MainWindow(QMainWindow):
         self.manual_agents.asked.connect(self._on_manual_asked)
         self.manual_agents.answered.connect(self._on_manual_settled)
         self.manual_agents.withdrawn.connect(self._on_manual_settled)
+
+    def _available(self) -> QRect:
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        return screen.availableGeometry() if screen is not None else QRect(0, 0, 1280, 720)
 
     def _default_layout(self) -> None:
         d = self.docks
@@ -164,20 +206,30 @@ class MainWindow(QMainWindow):
     def _size_docks(self) -> None:
         # Sizes only take effect once the window has its real size, so this runs again on show.
         d = self.docks
-        width, height = max(self.width(), 1000), max(self.height(), 700)
+        width, height = max(self.width(), 640), max(self.height(), 400)
         self.resizeDocks([d["clustersPanel"], d["traceInspectorPanel"], d["quadrantPanel"]],
                          [int(width * 0.3), int(width * 0.4), int(width * 0.3)], Qt.Orientation.Horizontal)
         # Qt gives the docks above the height asked for; the bottom area takes the rest.
         top = [d["clustersPanel"], d["traceInspectorPanel"], d["quadrantPanel"]]
-        self.resizeDocks(top, [int(height * 0.56)] * len(top), Qt.Orientation.Vertical)
+        self.resizeDocks(top, [int(height * 0.5)] * len(top), Qt.Orientation.Vertical)
 
     def _restore_layout(self) -> bool:
         geometry, state = self.settings.window_state()
         if geometry is not None:
             self.restoreGeometry(geometry)
+            self._fit_to_screen()
         restored = state is not None and self.restoreState(state, LAYOUT_VERSION)
         self._notices_bar.setVisible(False)  # its visibility follows its content, not the layout
         return bool(restored)
+
+    def _fit_to_screen(self) -> None:
+        """A geometry saved on a bigger screen (or grown by an older version) is brought back
+        inside the screen this window is on."""
+        if self.isMaximized() or self.isFullScreen():
+            return
+        available = self._available()
+        if self.width() > available.width() or self.height() > available.height():
+            self.setGeometry(fit_geometry(available, self.size()))
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().showEvent(event)
@@ -193,13 +245,84 @@ class MainWindow(QMainWindow):
         if time.monotonic() < self._auto_size_until:
             QTimer.singleShot(0, self._size_docks)
 
-    def _reset_layout(self) -> None:
+    def reset_layout(self) -> None:
         for dock in self.docks.values():
             dock.setFloating(False)
         self._default_layout()
 
+    # ----- theme and zoom --------------------------------------------------------------------
+    def set_theme(self, name: str) -> None:
+        app = QApplication.instance()
+        self.theme_name = theme.apply_theme(app, name)
+        self.settings.set_theme(self.theme_name)
+        # Stylesheets that say palette(...) are resolved when set: set them again.
+        for widget in app.allWidgets():
+            sheet = widget.styleSheet()
+            if "palette(" in sheet:
+                widget.setStyleSheet(sheet)
+        self.menus.sync_theme(self.theme_name)
+        self.theme_changed.emit(self.theme_name)
+
+    def toggle_theme(self) -> None:
+        self.set_theme("dark" if self.theme_name == "light" else "light")
+
+    def set_zoom(self, factor: float) -> None:
+        zoom = theme.apply_zoom(QApplication.instance(), factor)
+        self.settings.set_zoom(zoom)
+        if zoom != self.zoom:
+            self.zoom = zoom
+            self.zoom_changed.emit(zoom)
+        self.menus.sync_zoom(zoom)
+
+    def zoom_in(self) -> None:
+        self.set_zoom(theme.zoom_step(self.zoom, +1))
+
+    def zoom_out(self) -> None:
+        self.set_zoom(theme.zoom_step(self.zoom, -1))
+
+    def zoom_reset(self) -> None:
+        self.set_zoom(1.0)
+
+    # ----- windows of the Help and View menus -------------------------------------------------
+    def _window(self, name: str, make) -> QWidget:
+        window = getattr(self, name, None)
+        if window is None:
+            window = make()
+            setattr(self, name, window)
+        return window
+
+    def _present(self, window: QWidget) -> QWidget:
+        window.show()
+        window.raise_()
+        window.activateWindow()
+        return window
+
+    def show_message_history(self) -> QWidget:
+        from workbench.ui.widgets.notices import MessageHistoryWindow
+
+        return self._present(self._window("message_history", lambda: MessageHistoryWindow(self.notices, self)))
+
+    def show_about(self) -> QWidget:
+        from workbench.ui.help import AboutWindow
+
+        about = self._window("about_window", lambda: AboutWindow(self))
+        about.refresh(self.model.path)
+        return self._present(about)
+
+    def show_protocols(self) -> QWidget:
+        from workbench.ui.help import ProtocolsWindow
+
+        return self._present(self._window("protocols_window", lambda: ProtocolsWindow(self)))
+
+    def show_shortcuts(self) -> QWidget:
+        from workbench.ui.help import ShortcutsWindow
+
+        window = self._window("shortcuts_window", lambda: ShortcutsWindow(self))
+        window.fill(self.menus.shortcut_rows())
+        return self._present(window)
+
     # ----- file actions ----------------------------------------------------------------------
-    def _on_new(self) -> None:
+    def new_project(self) -> None:
         path = prompts.new_project_path(self, self.settings.last_dir())
         if path is None:
             return
@@ -207,41 +330,53 @@ class MainWindow(QMainWindow):
             self.notices.add("warning", "That is the open project; choose another file for a new project.")
             return
         self.settings.set_last_dir(path)
+        self._job_text = f"Creating {path.name}…"
         self.model.create(path, overwrite=True)  # the dialog already asked before replacing
 
-    def _on_open(self) -> None:
+    def open_project(self) -> None:
         path = prompts.open_project_path(self, self.settings.last_dir())
         if path is not None:
             self.open_path(path)
 
     def open_path(self, path: Path) -> None:
         self.settings.set_last_dir(path)
+        self._job_text = f"Opening {Path(path).name}…"
         self.model.open(path)
 
-    def _on_save_as(self) -> None:
+    def save_as(self) -> None:
         if self.model.store is None:
             return
         path = prompts.save_as_path(self, self.settings.last_dir())
         if path is None:
             return
         self.settings.set_last_dir(path)
+        self._job_text = f"Saving a copy as {path.name}…"
         self.model.save_as(path, overwrite=True)  # the dialog already asked before replacing
 
-    def _on_import(self) -> None:
+    def import_arm(self) -> None:
         if self.model.store is None:
             return
         paths = prompts.import_arm_paths(self, self.settings.last_dir())
         if not paths:
             return
         self.settings.set_last_dir(paths[0])
-        outcome: dict[str, list] = {"done": [], "refused": []}
+        outcome: dict[str, list] = {"done": [], "refused": [], "skipped": []}
+        cancel = self._job_cancel = threading.Event()
+        progress = _Progress(self)
+        progress.progressed.connect(self._on_import_progressed)
+        self._job_text = "Importing ARM traces…"
+        started = time.monotonic()
 
         def job(store) -> Changes:
-            from workbench.core.project.arm_import import import_arm_file
             from workbench.core.errors import InputError
+            from workbench.core.project.arm_import import import_arm_file
 
             changes = Changes()
-            for path in paths:  # each file on its own: a bad one does not stop the others
+            for i, path in enumerate(paths):  # each file on its own: a bad one does not stop the others
+                if cancel.is_set():  # between files: what was imported stays
+                    outcome["skipped"] = paths[i:]
+                    break
+                progress.progressed.emit(i, len(paths), f"{path.name}|{time.monotonic() - started}")
                 try:
                     result = import_arm_file(store, path)
                     outcome["done"].append(result)
@@ -252,30 +387,52 @@ class MainWindow(QMainWindow):
             return changes
 
         def report(_changes) -> None:
-            done, refused = outcome["done"], outcome["refused"]
+            progress.deleteLater()
+            done, refused, skipped = outcome["done"], outcome["refused"], outcome["skipped"]
             new = [r for r in done if not r.already_imported]
             text = f"Imported {len(new)} ARM run(s) with {sum(r.traces for r in new)} traces."
             if len(done) > len(new):
                 text += f" {len(done) - len(new)} file(s) were already in the project."
+            if skipped:
+                text += f" Cancelled: {len(skipped)} file(s) not imported."
             if refused:
                 self.notices.add("warning", text + f" {len(refused)} file(s) refused.", "\n".join(refused))
             else:
                 self.notices.add("info", text)
 
         self.model.write("import ARM traces", job, report)
+        self._show_job()
 
-    def _fill_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        recent = self.settings.recent_files()
-        for path in recent:
-            action = self.recent_menu.addAction(str(path).replace("&", "&&"))
-            action.setEnabled(path.exists())
-            action.triggered.connect(lambda _checked=False, p=path: self.open_path(p))
-        if not recent:
-            self.recent_menu.addAction("(none)").setEnabled(False)
+    def _on_import_progressed(self, done: int, total: int, what: str) -> None:
+        name, _, elapsed = what.partition("|")
+        eta = ""
+        if done > 0 and elapsed:
+            left = float(elapsed) / done * (total - done)
+            eta = ", ETA <1 s" if left < 1 else f", ETA {left:.0f} s"
+        self._job_text = f"Importing {done + 1}/{total}: {name}{eta}"
+        self._show_job(done, total)
+
+    def fill_recent_menu(self) -> None:
+        self.menus.fill_recent()
+
+    # ----- runs ------------------------------------------------------------------------------
+    def start_run(self) -> None:
+        """Start the configuration chosen in Live Run (its Start button, by the keyboard)."""
+        dock, panel = self.docks["liveRunPanel"], self.panels["liveRunPanel"]
+        dock.show()
+        dock.raise_()
+        button = getattr(panel, "start_button", None)
+        if button is not None and button.isEnabled():
+            button.click()
+        elif not self.runs.running:
+            self.notices.add("info", "Choose a configuration in Live Run to start a run.")
+
+    def cancel_run(self) -> None:
+        self.runs.cancel()
 
     # ----- model events ----------------------------------------------------------------------
     def _on_opened(self, store: Store) -> None:
+        self.history.clear()
         self.settings.add_recent(store.path)
         self.notices.clear_messages()
         report = store.report
@@ -289,16 +446,20 @@ class MainWindow(QMainWindow):
                         f"v{report.schema_version}. The original was kept as {report.backup_path.name}.")
         else:
             self.notices.set_banner(None)
-        self._update_title()
-        self._read_status()
-        self._update_actions()
+        self._refresh_status()
+        self.menus.update_actions()
+        about = getattr(self, "about_window", None)
+        if about is not None and about.isVisible():
+            about.refresh(store.path)
 
     def _on_closed(self) -> None:
-        self._status_reader.cancel()
+        self.history.clear()
         self.notices.set_banner(None)
-        self._update_title()
-        self.provider_label.setText("")
-        self._update_actions()
+        self._refresh_status()
+        self.menus.update_actions()
+        about = getattr(self, "about_window", None)
+        if about is not None and about.isVisible():
+            about.refresh(None)
 
     def _on_changed(self, changes) -> None:
         if changes.touches("providers", "project"):
@@ -308,45 +469,65 @@ class MainWindow(QMainWindow):
         self.notices.add("error", message, details)
 
     def _on_busy_changed(self, busy: bool) -> None:
-        if self.runs.running:  # the bar shows the run's progress until it ends
-            self._update_actions()
+        if not busy:
+            self._job_text = ""
+            self._job_cancel = None
+        self._show_job()
+        self.menus.update_actions()
+
+    def _show_job(self, done: int = 0, total: int = 0) -> None:
+        """The status bar's progress: a run's while one goes, else the model's job's."""
+        if self.runs.running:
             return
-        self.progress.setVisible(busy)
-        self.progress.setRange(0, 0)  # indeterminate until runs report real progress
-        self.progress.setFormat("Working…")
-        self._update_actions()
+        if not self.model.busy:
+            self.job.finish()
+            return
+        cancellable = self._job_cancel is not None
+        self.job.show_progress(self._job_text or "Working…", done, total, cancellable=cancellable,
+                               tooltip="Stop after the file being imported (what is imported stays)")
 
     # ----- runs ------------------------------------------------------------------------------
     def _on_cancel_clicked(self) -> None:
-        self.runs.cancel()
+        if self.runs.running:
+            self.runs.cancel()
+            self.job.show_progress("Cancelling… the run stops after the calls in flight.", cancellable=False)
+            return
+        if self._job_cancel is not None:
+            self._job_cancel.set()
+            self.job.show_progress("Cancelling after the current file…", cancellable=False)
         self.model.workers.cancel_all()
 
     def _on_run_running_changed(self, running: bool) -> None:
-        self.cancel_button.setVisible(running)
-        self.progress.setVisible(running or self.model.busy)
-        self.progress.setRange(0, 0)
-        self.progress.setFormat("Starting run…" if running else "Working…")
+        if running:
+            self.job.show_progress("Starting run…", cancellable=True,
+                                   tooltip="Cancel the run in progress (it stays resumable)")
+        else:
+            self.job.finish()
+            self._show_job()
+        self.menus.update_actions()
 
     def _on_run_progressed(self, progress) -> None:
         if not self.manual_agents.pending():
-            self.progress.setRange(0, max(progress.total, 1))
-            self.progress.setValue(progress.done)
-            self.progress.setFormat(progress_text(progress))
+            self.job.show_progress(progress_text(progress), progress.done, max(progress.total, 1),
+                                   cancellable=True, tooltip="Cancel the run in progress (it stays resumable)")
 
     def _on_manual_asked(self, _call) -> None:
-        self.progress.setFormat("Waiting for you")
+        self.job.show_progress("Waiting for you", cancellable=True,
+                               tooltip="Cancel the run in progress (it stays resumable)")
         dock = self.docks["liveRunPanel"]
         dock.show()
         dock.raise_()
-        if not dock.isFloating() and dock.height() < 420:  # room to read the prompt and answer
-            self.resizeDocks([dock], [420], Qt.Orientation.Vertical)
+        room = min(420, int(self.height() * 0.55))  # to read the prompt and answer it
+        if not dock.isFloating() and dock.height() < room:
+            self.resizeDocks([dock], [room], Qt.Orientation.Vertical)
 
     def _on_manual_settled(self, _key: str) -> None:
-        if self.runs.last_progress is not None and not self.manual_agents.pending():
-            self.progress.setFormat(progress_text(self.runs.last_progress))
+        last = self.runs.last_progress
+        if last is not None and not self.manual_agents.pending() and self.runs.running:
+            self.job.show_progress(progress_text(last), last.done, max(last.total, 1), cancellable=True)
 
     def _on_run_finished(self, summary: dict) -> None:
-        run_id, status = summary.get("run_id", "?"), summary.get("status")
+        run_id, status = summary.get("run_id") or summary.get("batch_id", "?"), summary.get("status")
         counts = (f"{summary.get('calls', 0)} call(s), {summary.get('failed_calls', 0)} failed, "
                   f"{summary.get('invalid_calls', 0)} invalid")
         error = summary.get("error") or ""
@@ -361,7 +542,17 @@ class MainWindow(QMainWindow):
     def _on_run_failed(self, message: str, details: str) -> None:
         self.notices.add("error" if details or not self.runs.running else "warning", message, details)
 
-    # ----- display ---------------------------------------------------------------------------
+    # ----- the status bar --------------------------------------------------------------------
+    def _refresh_status(self) -> None:
+        """Everything the status bar and the title say about the open project, from scratch:
+        what a previous project showed never survives a switch."""
+        self._status_reader.cancel()
+        self.provider_label.setText("")
+        self._update_title()
+        if self.model.store is not None:
+            self.provider_label.setText("Providers: reading…")
+            self._read_status()
+
     def _update_title(self, name: str | None = None) -> None:
         store = self.model.store
         if store is None:
@@ -382,12 +573,15 @@ class MainWindow(QMainWindow):
         def read(_cancel):
             from workbench.core.project import meta, panel
 
-            return meta.project_name(reading), panel.providers(reading)
+            return store.path, meta.project_name(reading), panel.providers(reading)
 
-        self._status_reader.load(read, self._show_status, cleanup=reading.close_connection)
+        self._status_reader.load(read, self._show_status, on_failed=self._on_status_failed,
+                                 cleanup=reading.close_connection)
 
     def _show_status(self, status: tuple) -> None:
-        name, providers = status
+        path, name, providers = status
+        if self.model.store is None or path != self.model.store.path:
+            return  # read from a project that is no longer open
         self._update_title(name)
         if not providers:
             self.provider_label.setText("Providers: none configured")
@@ -395,14 +589,8 @@ class MainWindow(QMainWindow):
         names = [("sim (simulated, offline)" if p["model"] == "sim" else p["name"]) for p in providers]
         self.provider_label.setText("Providers: " + ", ".join(names))
 
-    def _update_actions(self) -> None:
-        has_project = self.model.store is not None
-        busy = self.model.busy
-        self.action_save_as.setEnabled(has_project and not busy)
-        self.action_import.setEnabled(has_project and not busy and not self.model.store.read_only)
-        self.action_close.setEnabled(has_project and not busy)
-        self.action_new.setEnabled(not busy)
-        self.action_open.setEnabled(not busy)
+    def _on_status_failed(self, error) -> None:
+        self.provider_label.setText(f"Providers: not read ({error.message})")
 
     def reads_idle(self) -> bool:
         """Every panel shows the project as last read, and no read is running or due (tests and
@@ -417,6 +605,10 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt API)
         if self.persist_layout:
             self.settings.save_window_state(self.saveGeometry(), self.saveState(LAYOUT_VERSION))
+        for name in ("message_history", "about_window", "protocols_window", "shortcuts_window"):
+            window = getattr(self, name, None)
+            if window is not None:
+                window.close()
         self.runs.shutdown()  # cancel and wait for a run first: it writes to the model's file
         self.model.shutdown()
         super().closeEvent(event)

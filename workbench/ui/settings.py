@@ -1,4 +1,5 @@
-"""What the workbench remembers between sessions (QSettings): recent files and the layout."""
+"""What the workbench remembers between sessions (QSettings): recent files, the layout, the theme
+and the zoom."""
 
 from __future__ import annotations
 
@@ -37,3 +38,18 @@ class AppSettings:
         self._s.setValue("window/geometry", geometry)
         self._s.setValue("window/state", state)
         self._s.sync()
+
+    def theme(self) -> str:
+        return str(self._s.value("view/theme", "") or "")
+
+    def set_theme(self, name: str) -> None:
+        self._s.setValue("view/theme", name)
+
+    def zoom(self) -> float:
+        try:
+            return float(self._s.value("view/zoom", 1.0))
+        except (TypeError, ValueError):
+            return 1.0
+
+    def set_zoom(self, factor: float) -> None:
+        self._s.setValue("view/zoom", float(factor))

@@ -85,6 +85,10 @@ class LoggedCall:
     round_idx: int | None
     round_kind: str | None
     reason: str | None  # why an invalid or failed call is grey
+    tokens: int | None = None  # total, or prompt + completion; None when the provider reported none
+    cost_usd: float | None = None  # None: unknown (never $0)
+    cost_source: str | None = None
+    model: str | None = None  # "manual" for a person
 
 
 _RUN_LOG = """
@@ -97,7 +101,9 @@ SELECT c.id, c.step_key, c.agent_id, c.purpose, c.status, c.latency_ms, c.attemp
            (SELECT f.invalid_reason FROM finding_votes f
             WHERE f.run_id = c.run_id AND f.call_id = c.id AND f.status != 'valid'),
            (SELECT t.failure_reason FROM traces t WHERE t.run_id = c.run_id AND t.call_id = c.id AND t.ok = 0),
-           'the reply could not be read') END
+           'the reply could not be read') END,
+       coalesce(c.total_tokens, c.prompt_tokens + c.completion_tokens, c.prompt_tokens, c.completion_tokens),
+       c.cost_usd, c.cost_source, c.model
 FROM llm_calls c LEFT JOIN rounds r ON r.id = c.round_id
 WHERE c.run_id = ? ORDER BY c.id
 """
@@ -105,9 +111,105 @@ WHERE c.run_id = ? ORDER BY c.id
 
 def run_log(store: Store, run_id: str) -> list[LoggedCall]:
     """Every call of one run, in order, with the reason behind each grey one."""
-    return [LoggedCall(i, key, agent, purpose, status, latency, attempts, bool(sim), idx, kind, reason)
-            for i, key, agent, purpose, status, latency, attempts, sim, idx, kind, reason
+    return [LoggedCall(i, key, agent, purpose, status, latency, attempts, bool(sim), idx, kind, reason,
+                       tokens, cost, source, model)
+            for i, key, agent, purpose, status, latency, attempts, sim, idx, kind, reason, tokens, cost, source, model
             in _sql.tuples(store, _RUN_LOG, (run_id,))]
+
+
+# ----- one call, whole (the Live Run panel's call detail; the runner's call events) ---------------
+@dataclass(frozen=True)
+class CallOutcome:
+    """How a recorded call ended, as stored (its status may have become ``invalid`` when the
+    protocol could not read the reply)."""
+
+    id: int
+    status: str
+    latency_ms: float | None
+    tokens: int | None
+    cost_usd: float | None  # None: unknown, never $0
+    cost_source: str | None
+    attempts: int
+    error: str | None
+    model: str | None = None
+
+
+_OUTCOME = ("SELECT id, status, latency_ms, coalesce(total_tokens, prompt_tokens + completion_tokens, prompt_tokens, "
+            "completion_tokens), cost_usd, cost_source, attempts, error, model FROM llm_calls WHERE id = ?")
+
+
+def call_outcome(store: Store, call_id: int) -> CallOutcome | None:
+    found = _sql.tuples(store, _OUTCOME, (call_id,))
+    return CallOutcome(*found[0]) if found else None
+
+
+@dataclass(frozen=True)
+class CallDetail:
+    """Everything stored about one call: the exact request (its messages, and the fence its
+    untrusted text was wrapped in), the reply, the provider's raw body, and what it cost."""
+
+    id: int
+    run_id: str
+    step_key: str
+    agent_id: str | None
+    purpose: str
+    provider: str | None
+    model: str | None
+    status: str
+    round_kind: str | None
+    request: dict[str, Any]
+    messages: list[dict]
+    fence: dict[str, Any] | None  # {"delimiter", "escapes"}, or None when nothing was fenced
+    reply_text: str | None
+    response_raw: str | None
+    error: str | None
+    error_kind: str | None
+    reason: str | None  # why an answered call is invalid (from the protocol's own rows)
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    total_tokens: int | None
+    cost_usd: float | None
+    cost_source: str | None
+    latency_ms: float | None
+    attempts: int
+    cached: bool
+    simulated: bool
+    started_at: str | None
+    finished_at: str | None
+
+
+_DETAIL = """
+SELECT c.*, r.kind AS round_kind,
+       CASE WHEN c.status = 'invalid' THEN coalesce(
+           (SELECT group_concat(v.reason, '; ') FROM votes v
+            WHERE v.run_id = c.run_id AND v.call_id = c.id AND v.status != 'valid'),
+           (SELECT b.invalid_reason FROM cons_ballots b WHERE b.call_id = c.id AND b.status != 'valid'),
+           (SELECT f.invalid_reason FROM finding_votes f
+            WHERE f.run_id = c.run_id AND f.call_id = c.id AND f.status != 'valid'),
+           (SELECT t.failure_reason FROM traces t WHERE t.run_id = c.run_id AND t.call_id = c.id AND t.ok = 0),
+           'the reply could not be read') END AS reason
+FROM llm_calls c LEFT JOIN rounds r ON r.id = c.round_id WHERE c.id = ?
+"""
+
+
+def call_detail(store: Store, call_id: int) -> CallDetail | None:
+    """One call as stored, whole (the request with its fence, the reply, the raw body)."""
+    found = _sql.query(store, _DETAIL, (call_id,))
+    if not found:
+        return None
+    r = found[0]
+    request = r["request_json"] if isinstance(r["request_json"], dict) else {}
+    messages = [m for m in request.get("messages") or [] if isinstance(m, dict)]
+    fence = request.get("fence") if isinstance(request.get("fence"), dict) else None
+    return CallDetail(
+        id=r["id"], run_id=r["run_id"], step_key=r["step_key"], agent_id=r["agent_id"], purpose=r["purpose"],
+        provider=r["provider"], model=r["model"], status=r["status"], round_kind=r["round_kind"],
+        request=request, messages=messages, fence=fence, reply_text=r["reply_text"],
+        response_raw=r["response_raw"], error=r["error"], error_kind=r["error_kind"], reason=r["reason"],
+        prompt_tokens=r["prompt_tokens"], completion_tokens=r["completion_tokens"],
+        total_tokens=r["total_tokens"], cost_usd=r["cost_usd"], cost_source=r["cost_source"],
+        latency_ms=r["latency_ms"], attempts=r["attempts"], cached=bool(r["cached"]),
+        simulated=bool(r["simulated"]), started_at=r["started_at"], finished_at=r["finished_at"])
 
 
 # ----- every call in the project (the Trace Inspector's list) --------------------------------------

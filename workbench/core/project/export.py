@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterator
 
 from workbench.core.errors import InputError
+from workbench.core.project.audit import notes_of_run
 from workbench.core.project.store import Store
 from workbench.core.project import _sql
 
@@ -23,39 +24,55 @@ def run_records(store: Store, run_id: str) -> Iterator[dict]:
     if run is None:
         raise InputError("run", f"no run {run_id!r} in this project")
     sim = bool(run["simulated"])
+    notes = notes_of_run(store, run_id)
+    verdicts = {(n.record_kind, n.record_id): n.verdict for n in notes}  # oldest first: the newest wins
+
+    def audited(record: dict, kind: str, key: object) -> dict:
+        """``record`` with its audit verdict (the newest note's), when an auditor gave one."""
+        verdict = verdicts.get((kind, str(key)))
+        return {**record, "audit": verdict} if verdict is not None else record
+
     yield {"kind": "run", "id": run_id, "protocol": run["protocol"], "label": run["label"], "status": run["status"],
            "seed": run["seed"], "dispatch": run["dispatch"], "simulated": sim, "source": run["source"],
            "started_at": run["started_at"], "finished_at": run["finished_at"], "error": run["error"]}
     for r in _sql.rows(store, "llm_calls", "run_id = ?", (run_id,), order_by="id"):
-        yield {"kind": "call", "id": r["id"], "step_key": r["step_key"], "agent": r["agent_id"], "purpose": r["purpose"],
-               "provider": r["provider"], "model": r["model"], "status": r["status"], "attempts": r["attempts"],
-               "error": r["error"], "error_kind": r["error_kind"], "prompt_tokens": r["prompt_tokens"],
-               "completion_tokens": r["completion_tokens"], "cost_usd": r["cost_usd"], "cost_source": r["cost_source"],
-               "latency_ms": r["latency_ms"], "request": r["request_json"], "reply": r["reply_text"],
-               "simulated": bool(r["simulated"])}
+        record = {"kind": "call", "id": r["id"], "step_key": r["step_key"], "agent": r["agent_id"], "purpose": r["purpose"],
+                  "provider": r["provider"], "model": r["model"], "status": r["status"], "attempts": r["attempts"],
+                  "error": r["error"], "error_kind": r["error_kind"], "prompt_tokens": r["prompt_tokens"],
+                  "completion_tokens": r["completion_tokens"], "cost_usd": r["cost_usd"], "cost_source": r["cost_source"],
+                  "latency_ms": r["latency_ms"], "request": r["request_json"], "reply": r["reply_text"],
+                  "simulated": bool(r["simulated"])}
+        yield audited(record, "call", r["id"])
     authors = {}
     for a in _sql.rows(store, "artifacts", "run_id = ?", (run_id,), order_by="id"):
         authors[a["id"]] = (a["key"], a["author_agent"])
-        yield {"kind": "artifact", "id": a["key"], "author": a["author_agent"], "cluster": a["author_cluster"],
-               "text": a["content"], "simulated": bool(a["simulated"])}
+        yield audited({"kind": "artifact", "id": a["key"], "author": a["author_agent"], "cluster": a["author_cluster"],
+                       "text": a["content"], "simulated": bool(a["simulated"])}, "artifact", a["id"])
     for v in _sql.rows(store, "votes", "run_id = ?", (run_id,), order_by="id"):
         key, author = authors.get(v["artifact_id"], (None, None))
-        yield {"kind": "vote", "artifact": key, "voter": v["voter_agent"], "author": author, "value": v["value"],
-               "status": v["status"], "reason": v["reason"], "simulated": bool(v["simulated"])}
+        yield audited({"kind": "vote", "artifact": key, "voter": v["voter_agent"], "author": author, "value": v["value"],
+                       "status": v["status"], "reason": v["reason"], "simulated": bool(v["simulated"])}, "vote", v["id"])
     for f in _sql.rows(store, "finding_votes", "run_id = ?", (run_id,), order_by="id"):
-        yield {"kind": "finding_vote", "finding": f["finding_id"], "agent": f["agent"], "vote_type": f["vote_type"],
-               "confidence": f["confidence"], "reason": f["reason"], "status": f["status"],
-               "invalid_reason": f["invalid_reason"], "simulated": bool(f["simulated"])}
+        record = {"kind": "finding_vote", "finding": f["finding_id"], "agent": f["agent"], "vote_type": f["vote_type"],
+                  "confidence": f["confidence"], "reason": f["reason"], "status": f["status"],
+                  "invalid_reason": f["invalid_reason"], "simulated": bool(f["simulated"])}
+        yield audited(record, "finding_vote", f["id"])
     for b in _sql.query(store, "SELECT b.* FROM cons_ballots b JOIN cons_questions q ON q.id = b.question_id "
                          "WHERE q.run_id = ? ORDER BY b.id", (run_id,)):
-        yield {"kind": "ballot", "agent": b["agent_id"], "round": b["challenge_round"], "option": b["option"],
-               "vote": b["vote"], "confidence": b["confidence"], "rationale": b["rationale"],
-               "evidence": b["evidence_json"], "status": b["status"], "simulated": bool(b["simulated"])}
+        record = {"kind": "ballot", "agent": b["agent_id"], "round": b["challenge_round"], "option": b["option"],
+                  "vote": b["vote"], "confidence": b["confidence"], "rationale": b["rationale"],
+                  "evidence": b["evidence_json"], "status": b["status"], "simulated": bool(b["simulated"])}
+        yield audited(record, "ballot", b["id"])
     for t in _sql.rows(store, "traces", "run_id = ?", (run_id,), order_by="round_no, id"):
-        yield {"kind": "trace", "round": t["round_no"], "role": t["role"], "attempt": t["attempt"],
-               "current": bool(t["is_current"]), "ok": bool(t["ok"]), "claim": t["claim"], "verdict": t["verdict"],
-               "confidence": t["confidence"], "reconciliation_status": t["reconciliation_status"],
-               "trace": t["source_json"], "simulated": bool(t["simulated"]) or sim}
+        record = {"kind": "trace", "round": t["round_no"], "role": t["role"], "attempt": t["attempt"],
+                  "current": bool(t["is_current"]), "ok": bool(t["ok"]), "claim": t["claim"], "verdict": t["verdict"],
+                  "confidence": t["confidence"], "reconciliation_status": t["reconciliation_status"],
+                  "trace": t["source_json"], "simulated": bool(t["simulated"]) or sim}
+        yield audited(record, "trace", t["id"])
+    # The auditors' notes on the run's records, oldest first (a record's verdict is its newest note's).
+    for n in notes:
+        yield {"kind": "audit", "record_kind": n.record_kind, "record_id": n.record_id, "verdict": n.verdict,
+               "note": n.note, "author": n.author, "created_at": n.created_at, "simulated": sim}
 
 
 def to_jsonl(store: Store, run_id: str) -> str:
@@ -114,4 +131,15 @@ def to_markdown(store: Store, run_id: str) -> str:
                   f"- **TF-IDF**: {a.get('tfidf_convergence')}", f"- **Directional unanimity**: {a.get('directional_unanimity')}",
                   f"- **Disagreement**: {a.get('disagreement_type')}",
                   f"- **Polarity gate fired**: {a.get('polarity_gate', {}).get('fired')}", ""]
+    notes = notes_of_run(store, run_id)
+    if notes:
+        lines += ["## Audit", "", "| record | verdict | note | author | time (UTC) |", "|---|---|---|---|---|"]
+        lines += [f"| {n.record_kind} {n.record_id} | {n.verdict} | {_cell(n.note) or '—'} | {_cell(n.author) or '—'} | "
+                  f"{n.created_at} |" for n in notes]
+        lines.append("")
     return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    """Text for one Markdown table cell: on one line, its pipes escaped."""
+    return " ".join((text or "").split()).replace("|", "\\|")

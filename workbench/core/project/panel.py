@@ -24,18 +24,31 @@ _PROVIDER_KEYS = ("model", "api_base", "key_env", "key_keyring", "max_concurrenc
 
 def panel_document(store: Store) -> dict:
     """The project's providers and clusters, in the run-configuration shape."""
-    providers = {p["name"]: {k: p[k] for k in _PROVIDER_KEYS if p[k] is not None} for p in _sql.rows(store, "providers")}
-    clusters = []
-    for c in _sql.rows(store, "clusters", order_by="position, id"):
-        agents = [{"id": a["id"], "provider": a["provider"], "persona": a["persona"], "role": a["role"],
-                   "params": a["params_json"] or {}}
-                  for a in _sql.rows(store, "agents", "cluster_id = ?", (c["id"],), order_by="position, id")]
-        if agents:
-            clusters.append({"name": c["name"], "agents": agents,
-                             **({"theta": c["theta"]} if c["theta"] is not None else {}),
-                             **({"weight": c["weight"]} if c["weight"] != 1.0 else {})})
-    reference = next((c["name"] for c in _sql.rows(store, "clusters", "is_reference = 1")), None)
-    return {"providers": providers, "clusters": clusters, **({"reference": reference} if reference else {})}
+    return document_from_rows(_sql.rows(store, "providers"), _sql.rows(store, "clusters", order_by="position, id"),
+                              _sql.rows(store, "agents", order_by="position, id"))
+
+
+def document_from_rows(providers: list[dict], clusters: list[dict], agents: list[dict]) -> dict:
+    """:func:`panel_document` from rows already read (``providers``, ``clusters`` and ``agents``
+    rows; clusters in panel order). Pure: the Clusters & Agents panel checks the panel it shows,
+    with the values being typed, through the same document. A cluster with no agents is left
+    out (a run has none); a key's variable is named ``api_key_env``, the one spelling a run
+    configuration takes (SPEC §6)."""
+    docs = {p["name"]: {("api_key_env" if k == "key_env" else k): p[k] for k in _PROVIDER_KEYS if p.get(k) is not None}
+            for p in providers}
+    members: dict[object, list[dict]] = {}
+    for a in sorted(agents, key=lambda a: (a.get("position") or 0, str(a["id"]))):
+        members.setdefault(a["cluster_id"], []).append(
+            {"id": a["id"], "provider": a["provider"], "persona": a["persona"], "role": a["role"],
+             "params": a["params_json"] or {}})
+    out = []
+    for c in clusters:
+        if members.get(c["id"]):
+            out.append({"name": c["name"], "agents": members[c["id"]],
+                        **({"theta": c["theta"]} if c["theta"] is not None else {}),
+                        **({"weight": c["weight"]} if c["weight"] != 1.0 else {})})
+    reference = next((c["name"] for c in clusters if c["is_reference"]), None)
+    return {"providers": docs, "clusters": out, **({"reference": reference} if reference else {})}
 
 
 def run_config_from_project(store: Store, config_id: int, **overrides) -> RunConfig:
@@ -47,9 +60,6 @@ def run_config_from_project(store: Store, config_id: int, **overrides) -> RunCon
         raise InputError("protocol_config", f"no saved configuration {config_id}")
     document = {**panel_document(store), "protocol": saved["protocol"], "label": saved["name"],
                 **saved["config_json"], **overrides}
-    for provider in document["providers"].values():  # the run config names the key's variable this way
-        if "key_env" in provider:
-            provider["api_key_env"] = provider.pop("key_env")
     return parse_run_config(document)
 
 

@@ -143,7 +143,8 @@ class Gateway:
     def __init__(self, providers: Mapping[str, ProviderConfig | Mapping[str, Any]], *,
                  cache: ResponseCache | None = None, seed: int | None = None,
                  clock: Clock = time.monotonic, sleep: Sleep = event_sleep, rate_window_s: float = 60.0,
-                 backoff: Backoff | None = None, max_retry_after_s: float = 120.0):
+                 backoff: Backoff | None = None, max_retry_after_s: float = 120.0,
+                 keys: Mapping[str, str] | None = None):
         self.providers: dict[str, ProviderConfig] = {}
         for name, cfg in providers.items():
             if not isinstance(cfg, ProviderConfig):
@@ -153,6 +154,9 @@ class Gateway:
         self.seed = seed
         self.backoff = backoff or Backoff()
         self.max_retry_after_s = max_retry_after_s
+        # Keys given by the caller, per provider (a key typed in the provider dialog and not yet
+        # stored, for its connection test); any other key is looked up at call time.
+        self._keys = dict(keys or {})
         self._sleep = sleep
         self.gates = {n: ConcurrencyGate(c.max_concurrency) for n, c in self.providers.items()}
         self.limiters = {n: RateLimiter(c.rpm, rate_window_s, clock=clock, sleep=sleep)
@@ -249,7 +253,8 @@ class _Call:
                     cost_source="cache", attempt_log=(), queued_ms=0.0, latency_ms=_now_ms(self.t0),
                     key_source="none", started_at=utc_stamp(self.started_wall), finished_at=utc_stamp())
         try:
-            self.key = resolve_key(cfg.key_env, cfg.key_keyring)
+            given = self.gw._keys.get(self.provider)
+            self.key = ResolvedKey(given, "given") if given else resolve_key(cfg.key_env, cfg.key_keyring)
         except MissingKey as exc:
             return self.finish("error", error=f"missing API key for provider {self.provider!r}: {exc}",
                                error_kind="missing_key")

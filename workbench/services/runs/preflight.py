@@ -47,8 +47,10 @@ def preflight(*configs: RunConfig) -> None:
             checked.add(provider.model_dump_json())
 
 
-def check_provider(provider: ProviderConfig) -> None:
-    """One provider's model and key, as :func:`preflight` checks them."""
+def check_provider(provider: ProviderConfig, *, probe_server: bool = True) -> None:
+    """One provider's model and key, as :func:`preflight` checks them. ``probe_server=False``
+    leaves out the connection to ``api_base`` (the panel checks keys as the user types, and
+    sends nothing over the network for it)."""
     from workbench.services.llm.models import litellm_provider, missing_key_variables
 
     where = f"providers.{provider.name}"
@@ -56,7 +58,7 @@ def check_provider(provider: ProviderConfig) -> None:
         litellm_provider(provider.model, provider.api_base)
     except ValueError as exc:
         raise InputError(f"{where}.model", str(exc)) from None
-    if provider.api_base:
+    if provider.api_base and probe_server:
         probe(provider.api_base, f"{where}.api_base")
     if provider.key_env or provider.key_keyring:
         try:

@@ -40,6 +40,30 @@ class RunProgress:
     message: str = ""
 
 
+@dataclass(frozen=True)
+class CallEvent:
+    """One call of a run starting (``kind`` "started": about to be sent) or ending ("finished",
+    with how it ended as recorded; "cancelled" calls are not recorded and are issued again on
+    resume). ``round_idx`` and ``phase`` name the step (a round and its phase) it belongs to."""
+
+    kind: str  # started | finished
+    run_id: str
+    key: str
+    agent: str
+    purpose: str
+    round_idx: int
+    phase: str
+    call_id: int | None = None
+    status: str | None = None  # ok | invalid | error | rate_limited | cancelled (finished only)
+    latency_ms: float | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None  # None: unknown, never $0
+    cost_source: str | None = None
+    attempts: int | None = None
+    error: str | None = None
+    model: str | None = None  # "manual" for a person, "sim" for the simulated panel
+
+
 WAITING_FOR_HUMAN = "waiting for a human decision"
 
 
@@ -61,11 +85,13 @@ class Runner:
 
     def __init__(self, store: Store, *, gateway=None, manual: ManualAgents | None = None,
                  on_progress: Callable[[RunProgress], None] | None = None,
-                 cancel: threading.Event | None = None, max_workers: int = 16):
+                 cancel: threading.Event | None = None, max_workers: int = 16,
+                 on_call: Callable[[CallEvent], None] | None = None):
         self.store = store
         self.gateway = gateway  # a services.llm.Gateway; made from the config when None
         self.manual = manual
         self.on_progress = on_progress or (lambda _p: None)
+        self.on_call = on_call  # every call's start and end (from the call's own thread for a start)
         self.cancel = cancel or threading.Event()
         self.max_workers = max_workers
 
@@ -163,6 +189,7 @@ class Runner:
                 if isinstance(step, Batch):
                     batch_index += 1
                     round_id = runs.ensure_round(self.store, self._run_id, batch_index, step.label)
+                    self._round = (batch_index, step.label)
                     reply = self._perform(step, round_id, router)
                     runs.complete_round(self.store, round_id)
                 else:
@@ -186,9 +213,11 @@ class Runner:
 
         def finished(rec: CallRecord) -> None:
             if rec.gateway.get("status") == "cancelled":
+                self._call_event("finished", rec.call, status="cancelled", error=rec.reply.error)
                 return  # not a result: a resume issues it again
             rec = clipped(rec)  # a reply past MAX_REPLY_CHARS: cut, with a note (docs/limits.md)
-            record_call(self.store, self._run_id, round_id, rec, self._cfg)
+            call_id, _ = record_call(self.store, self._run_id, round_id, rec, self._cfg)
+            self._call_finished(rec, call_id)
             replies[rec.call.key] = rec.reply
             self._count["done"] += 1
             self._count["failed"] += int(not rec.reply.ok)
@@ -202,14 +231,18 @@ class Runner:
             for call in todo:
                 finished(self._replayed(call))
             todo = []
+        def answer(call: AgentCall) -> CallRecord:
+            self._call_event("started", call)
+            return router.answer(call, self.cancel)
+
         if self._cfg.dispatch == "sequential" or len(todo) <= 1:
             for call in todo:
                 if self.cancel.is_set():
                     break
-                finished(router.answer(call, self.cancel))
+                finished(answer(call))
         else:
             with ThreadPoolExecutor(max_workers=min(self.max_workers, len(todo)), thread_name_prefix="rwb-call") as pool:
-                pending: set[Future] = {pool.submit(router.answer, call, self.cancel) for call in todo}
+                pending: set[Future] = {pool.submit(answer, call) for call in todo}
                 while pending:
                     done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
                     for future in done:
@@ -237,6 +270,22 @@ class Runner:
         return CallRecord(call, stored, stored.meta.get("provider") or "replay", self._cfg.simulated, {
             "model": stored.meta.get("model"), "status": "ok", "cached": 1, "attempts": 0, "cost_usd": 0.0,
             "cost_source": f"replay of {self._replay_from}"})
+
+    def _call_event(self, kind: str, call: AgentCall, **fields) -> None:
+        if self.on_call is not None:
+            idx, phase = getattr(self, "_round", (0, ""))
+            self.on_call(CallEvent(kind, self._run_id, call.key, call.agent, call.purpose, idx, phase, **fields))
+
+    def _call_finished(self, rec: CallRecord, call_id: int) -> None:
+        """The call's end as recorded (its status may have become "invalid")."""
+        if self.on_call is None:
+            return
+        out = calls.call_outcome(self.store, call_id)
+        if out is None:
+            return
+        self._call_event("finished", rec.call, call_id=call_id, status=out.status, latency_ms=out.latency_ms,
+                         tokens=out.tokens, cost_usd=out.cost_usd, cost_source=out.cost_source,
+                         attempts=out.attempts, error=out.error, model=out.model)
 
     def _marker_issuer(self, run_id: str, cfg: RunConfig):
         """Markers for Echo: unique in the project, and the same ones again when the run resumes."""

@@ -1,17 +1,28 @@
-"""Live runs for the GUI: start, resume and cancel a protocol run on a worker thread.
+"""Live runs for the GUI: start, resume and cancel a protocol run, or a batch of runs, on a
+worker thread.
 
 A thin Qt shell over :class:`~workbench.services.runs.runner.Runner` (Orange3's pattern: the runner
 is tested without any widget; this service only moves it off the GUI thread and turns its
-callbacks into queued signals). At most one run goes at a time. The runner's thread opens its
-own connection to the project file and closes it when the run ends; its writes reach the
-panels through the ProjectModel's ``data_version`` poll.
+callbacks into queued signals). At most one run (or batch) goes at a time. The runner's thread
+opens its own connection to the project file and closes it when the run ends; its writes reach
+the panels through the ProjectModel's ``data_version`` poll.
+
+Commands: :meth:`RunService.start` (a saved configuration), :meth:`~RunService.start_config` (a
+parsed one), :meth:`~RunService.start_document` (a SPEC §6 document, a batch or a single run),
+:meth:`~RunService.start_batch`, :meth:`~RunService.resume`, :meth:`~RunService.resume_batch`,
+:meth:`~RunService.cancel`.
 
 Signals (all delivered on the GUI thread):
 
-- ``started(run_id)`` once the run exists in the project file and is about to run;
+- ``started(run_id)`` once the run exists in the project file and is about to run (in a batch:
+  for each of its runs, as it begins);
+- ``batch_started(batch_id)`` once a batch and all its runs exist;
 - ``progressed(RunProgress)``: coalesced, so a fast run cannot flood the event loop;
-- ``finished(summary)``: the run ended, ``summary["status"]`` says how (``completed``,
-  ``interrupted`` when cancelled or waiting, ``failed``);
+- ``calls_changed(list[CallEvent])``: every call's start and end, in order, delivered in bursts
+  (none is dropped: the timeline shows each call as it starts and as it ends);
+- ``finished(summary)``: the run (or batch) ended, ``summary["status"]`` says how
+  (``completed``, ``interrupted`` when cancelled or waiting, ``failed``). A batch's summary has
+  ``batch_id``, the summed call counts, ``runs`` (each run's summary) and the worst status;
 - ``failed(message, details)``: the run could not be started or the runner raised;
 - ``running_changed(bool)``.
 """
@@ -31,18 +42,25 @@ if TYPE_CHECKING:
     from workbench.core.project.store import Store
     from workbench.services.runs.agents import ManualAgents
     from workbench.services.project_model import ProjectModel
-    from workbench.services.runs.runner import RunProgress
+    from workbench.services.runs.runner import CallEvent, RunProgress
+
+# How a batch ends: the run status that wins over its runs' (SPEC §6's order, 4 before 3 before 1).
+_WORST = ("failed", "interrupted", "completed")
 
 
 class RunService(QObject):
     started = Signal(str)  # run id
+    batch_started = Signal(str)  # batch id
     progressed = Signal(object)  # RunProgress
-    finished = Signal(dict)  # the run's summary
+    calls_changed = Signal(list)  # [CallEvent], in the order they happened
+    finished = Signal(dict)  # the run's (or batch's) summary
     failed = Signal(str, str)  # message for the user, details for the disclosure
     running_changed = Signal(bool)
 
     _created = Signal(str)  # emitted from the run's thread
+    _batch_created = Signal(str)  # emitted from the run's thread
     _progress_ready = Signal()  # emitted from the run's thread
+    _calls_ready = Signal()  # emitted from the run's (or a call's) thread
 
     def __init__(self, model: ProjectModel, manual: ManualAgents | None = None,
                  parent: QObject | None = None, *, gateway=None):
@@ -57,8 +75,12 @@ class RunService(QObject):
         self._lock = threading.Lock()
         self._latest: RunProgress | None = None
         self._pending = False
+        self._events: list[CallEvent] = []  # call events not yet delivered (under the lock)
+        self._batch_id: str | None = None
         self._created.connect(self._on_created)
+        self._batch_created.connect(self._on_batch_created)
         self._progress_ready.connect(self._on_progress_ready)
+        self._calls_ready.connect(self._on_calls_ready)
         model.closed.connect(self.cancel)  # a closed project cannot go on being written
         model.opened.connect(self._on_opened)
 
@@ -71,6 +93,11 @@ class RunService(QObject):
     def run_id(self) -> str | None:
         """The run in progress (None before the runner has created it, and when idle)."""
         return self._run_id
+
+    @property
+    def batch_id(self) -> str | None:
+        """The batch in progress, when the run in progress belongs to one started or resumed here."""
+        return self._batch_id
 
     @property
     def last_progress(self) -> RunProgress | None:
@@ -107,9 +134,59 @@ class RunService(QObject):
 
         return self._launch("start run", prepare)
 
+    def start_document(self, data: dict, *, config_id: int | None = None, label: str = "") -> bool:
+        """Start a SPEC §6 document as ``rwb run`` would: a batch when it has a ``batch`` section,
+        else one run (linked to the saved configuration ``config_id`` when given). A document
+        that does not validate is refused through ``failed``, before anything exists."""
+        from workbench.core.runs.batch import is_batch
+
+        if is_batch(data):
+            return self.start_batch(data, label=label)
+
+        def prepare(store: Store, runner) -> str:
+            from workbench.core.project import runs
+            from workbench.core.runs.config import parse_run_config
+            from workbench.services.runs.preflight import preflight
+
+            cfg = parse_run_config(data)
+            preflight(cfg)
+            run_id = runner.create(cfg, label=label)
+            if config_id is not None:
+                runs.set_config_id(store, run_id, config_id)
+            return run_id
+
+        return self._launch("start run", prepare)
+
+    def start_batch(self, data: dict, label: str = "") -> bool:
+        """Start a batch (questions × provider mixes × replicates): every run of it is
+        validated and preflighted, then all are recorded, then they run in order."""
+
+        def work(store: Store, runner) -> dict:
+            from workbench.core.runs.batch import expand_batch
+            from workbench.services.runs.batches import create_batch
+            from workbench.services.runs.preflight import preflight
+
+            _, planned = expand_batch(data)
+            preflight(*(run.config for run in planned))  # a provider that cannot be called: nothing exists yet
+            batch_id, ids = create_batch(store, data, runner)
+            return self._run_batch(store, runner, batch_id, ids)
+
+        return self._launch("start batch", work=work)
+
     def resume(self, run_id: str) -> bool:
         """Finish an interrupted run: only the calls whose results are missing are issued."""
         return self._launch(f"resume {run_id}", lambda _store, _runner: run_id)
+
+    def resume_batch(self, batch_id: str) -> bool:
+        """Finish a batch as ``rwb resume BATCH_ID`` does: the runs it never created are
+        created, and every run not completed runs (or resumes) in order."""
+
+        def work(store: Store, runner) -> dict:
+            from workbench.services.runs.batches import complete_batch
+
+            return self._run_batch(store, runner, batch_id, complete_batch(store, batch_id, runner))
+
+        return self._launch(f"resume {batch_id}", work=work)
 
     def cancel(self) -> None:
         """Stop the run at the next call boundary; it is left "interrupted" (resumable)."""
@@ -122,7 +199,9 @@ class RunService(QObject):
         return self._pool.wait(timeout_ms)
 
     # ----- the run's thread ----------------------------------------------------------------
-    def _launch(self, name: str, prepare) -> bool:
+    def _launch(self, name: str, prepare=None, *, work=None) -> bool:
+        """Run on the service's thread: ``prepare(store, runner) -> run_id`` then that run, or
+        ``work(store, runner) -> summary`` (a batch)."""
         store = self.model.store
         if self._worker is not None:
             which = f" ({self._run_id})" if self._run_id else ""
@@ -141,7 +220,9 @@ class RunService(QObject):
 
             try:
                 runner = Runner(store, gateway=self.gateway, manual=self.manual,
-                                on_progress=self._report, cancel=cancel)
+                                on_progress=self._report, cancel=cancel, on_call=self._report_call)
+                if work is not None:
+                    return work(store, runner)
                 run_id = prepare(store, runner)
                 self._created.emit(run_id)
                 return runner.execute(run_id)
@@ -149,9 +230,33 @@ class RunService(QObject):
                 store.close_connection()
 
         self._run_id, self._last, self._latest, self._pending = None, None, None, False
+        self._batch_id = None
+        with self._lock:
+            self._events = []
         self._worker = self._pool.start(name, job, self._on_finished, self._on_failed)
         self.running_changed.emit(True)
         return True
+
+    def _run_batch(self, store: Store, runner, batch_id: str, ids: list[str]) -> dict:  # the run's thread
+        from workbench.services.runs.batches import run_batch
+
+        self._batch_created.emit(batch_id)
+        summaries = run_batch(store, ids, runner.execute, on_run=self._created.emit)
+        statuses = [s.get("status") for s in summaries]
+        status = next((w for w in _WORST if w in statuses), "completed")
+        if len(summaries) < len(ids) and status == "completed":
+            status = "interrupted"
+        last = next((s for s in reversed(summaries) if s.get("status") != "completed"), summaries[-1] if summaries else {})
+        return {"run_id": batch_id, "batch_id": batch_id, "status": status, "error": last.get("error"),
+                "runs": summaries, "planned_runs": len(ids),
+                **{k: sum(s.get(k, 0) or 0 for s in summaries) for k in ("calls", "failed_calls", "invalid_calls")}}
+
+    def _report_call(self, event: CallEvent) -> None:  # the run's thread, or a call's
+        with self._lock:
+            self._events.append(event)
+            first = len(self._events) == 1
+        if first:  # the GUI takes every event queued by the time it runs
+            self._calls_ready.emit()
 
     def _report(self, progress: RunProgress) -> None:  # the run's thread
         with self._lock:
@@ -182,6 +287,19 @@ class RunService(QObject):
     def _on_created(self, run_id: str) -> None:
         self._run_id = run_id
         self.started.emit(run_id)
+        self._on_calls_ready()  # its first calls may be queued already: they follow its start
+
+    @Slot(str)
+    def _on_batch_created(self, batch_id: str) -> None:
+        self._batch_id = batch_id
+        self.batch_started.emit(batch_id)
+
+    @Slot()
+    def _on_calls_ready(self) -> None:
+        with self._lock:
+            events, self._events = self._events, []
+        if events:
+            self.calls_changed.emit(events)
 
     @Slot()
     def _on_progress_ready(self) -> None:
@@ -193,10 +311,12 @@ class RunService(QObject):
 
     def _on_finished(self, summary: object) -> None:
         self._on_progress_ready()  # anything still coalesced goes out before the end
+        self._on_calls_ready()
         self._settle()
         self.finished.emit(dict(summary) if isinstance(summary, dict) else {"status": "completed"})
 
     def _on_failed(self, error: JobError) -> None:
+        self._on_calls_ready()
         self._settle()
         if isinstance(error.exception, WorkbenchError):
             self.failed.emit(f"The run could not start: {error.message}", "")
@@ -207,4 +327,5 @@ class RunService(QObject):
         """Idle again before anyone hears of the end, so a listener can start the next run."""
         self._worker = None
         self._run_id = None
+        self._batch_id = None
         self.running_changed.emit(False)

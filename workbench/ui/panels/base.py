@@ -31,6 +31,10 @@ class Panel(QWidget):
     OBJECT_NAME = "panel"
     SUMMARY = ""  # one line: what this panel is for
     TABLES: tuple[str, ...] = ()  # the tables whose changes make this panel re-read
+    # The window's undo stack (a QUndoStack) for configuration edits, set by MainWindow after it
+    # creates the panels and cleared by it when the project changes; None outside a window. (A
+    # panel that already uses the name for something of its own keeps it.)
+    history = None
 
     def __init__(self, model: ProjectModel, parent: QWidget | None = None):
         super().__init__(parent)

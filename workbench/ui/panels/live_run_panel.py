@@ -1,128 +1,209 @@
-"""Live Run: start, watch, cancel and resume protocol runs, call by call; answer the calls a
-person plays (the CONS conductor's decision, or an agent whose provider model is "manual").
+"""Live Run: configure, start, watch, cancel and resume protocol runs and batches, call by call;
+answer the calls a person plays (the CONS conductor's decision, or any agent whose provider
+model is "manual"); inspect any call's fenced request and raw reply; decide CONS escalations.
 
 The panel is a shell over the window's RunService and QtManualAgents: it never runs anything
-itself. What it shows comes from the project file (runs, llm_calls), re-read when the shared
-model reports a change; the run's thread writes there, and the model's poll notices.
+itself. Two tabs share the dock (it is wide and short): "Runs" (the runs | the selected run's
+timeline | the selected call, or the run's CONS escalation) and "Configure" (the run
+configuration form). What it shows comes from the project file, read off the GUI thread, and,
+for the run in progress, from the service's live call events.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
-from PySide6.QtCore import QItemSelectionModel, Qt
-from PySide6.QtGui import QBrush, QColor, QFont
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QItemSelectionModel, Qt
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMenu, QProgressBar, QPushButton, QSizePolicy,
+                               QSplitter, QTabWidget, QToolButton, QVBoxLayout, QWidget)
 
 from workbench.core.protocols.shared.steps import AgentCall
-from workbench.services.runs.manual_agents import QtManualAgents
 from workbench.services.project_model import ProjectModel
 from workbench.services.reads import Reader
+from workbench.services.runs.manual_agents import QtManualAgents
 from workbench.services.runs.service import RunService
 from workbench.ui.panels.base import Panel
-from workbench.ui.widgets.manual_prompt import ACCENT, ManualPromptBox, escape_html
+from workbench.ui.widgets.call_detail import CallDetailView
+from workbench.ui.widgets.config_source import ConfigSource
+from workbench.ui.widgets.escalation_form import EscalationForm, context_html
+from workbench.ui.widgets.manual_prompt import ManualPromptBox, escape_html
 from workbench.ui.widgets.record_table import RecordTable
+from workbench.ui.widgets.run_config_editor import RunConfigEditor
+from workbench.ui.widgets.run_status import (RUN_STATUS, SIM_BADGE, SIM_NOTE, WAITING, RunBadge, ballots_html,
+                                             decorate_run, live_row, progress_text, run_row)
+from workbench.ui.widgets.run_timeline import GREY, RED, RunTimeline, call_row, tone
 
+__all__ = ["LiveRunPanel", "GREY", "SIM_NOTE", "progress_text"]
+
+UNSAVED = -1  # the combo's item for a configuration not saved in the project (or edited since)
 RUN_COLUMNS = (("id", "Run"), ("sim", "SIM"), ("status_text", "Status"), ("protocol", "Protocol"),
                ("label", "Label"), ("started", "Started"), ("calls", "Calls"), ("failed", "Failed"),
                ("invalid", "Invalid"))
-CALL_COLUMNS = (("id", "#"), ("round", "Round"), ("agent_id", "Agent"), ("purpose", "Purpose"),
-                ("status_text", "Status"), ("latency", "Latency (ms)"), ("attempts", "Attempts"), ("reason", "Reason"))
 
-# A glyph with every colour, so a status reads without colour too.
-RUN_STATUS = {"completed": ("✔", "#2e7d32"), "running": ("▶", "#1f5fa8"),
-              "interrupted": ("⏸", "#b26a00"), "failed": ("✖", "#b3261e")}
-CALL_STATUS = {"ok": "✔", "invalid": "⚠", "error": "✖", "rate_limited": "⧗", "cancelled": "■"}
-GREY = "#8a8a8a"  # invalid or failed: shown, never hidden
-SIM_BADGE = "#6b4fbb"
-SIM_NOTE = "SIM: simulated panel, no model was called"
 
 class LiveRunPanel(Panel):
     TITLE = "Live Run"
     OBJECT_NAME = "liveRunPanel"
-    SUMMARY = "Start, watch, cancel and resume protocol runs call by call, and answer the calls you play."
+    SUMMARY = "Configure, start, watch, cancel and resume protocol runs call by call, and answer the calls you play."
     TABLES = ("runs", "rounds", "llm_calls", "votes", "cons_ballots", "finding_votes", "traces",
-              "protocol_configs")
+              "protocol_configs", "cons_questions", "cons_escalations", "cons_conflicts", "batches")
 
     def __init__(self, model: ProjectModel, parent: QWidget | None = None):
         super().__init__(model, parent)
         self.service: RunService | None = None
         self.manual: QtManualAgents | None = None
-        self._shown_run: str | None = None  # whose calls the call log shows
+        self.history = None  # the window's QUndoStack (runs themselves are not undoable)
+        self._shown_run: str | None = None  # whose calls the timeline shows
         self._run_rows: list[dict] = []
-        self._call_rows: list[dict] = []
         self._configs: list[tuple[int, str]] = []
         self._counts: dict = {}  # run id -> CallCounts, re-read only for the runs that changed
+        self._decisions: dict[str, tuple[str, str, str]] = {}  # run id -> a form's decision to record at its end
+        self._answer_when_asked: dict[str, str] = {}  # run id -> the conductor's answer, for a resumed run
+        self._escalation_view = None
         self._asking = Reader(model.reads, self, name="read ballots")
+        self._detail = Reader(model.reads, self, name="read call detail")
+        self._escalation = Reader(model.reads, self, name="read escalation")
+        self.source = ConfigSource(self)
         self._build()
 
     # ----- construction ----------------------------------------------------------------------
     def _build(self) -> None:
-        self.content = QWidget(self)
+        self._layout.setContentsMargins(4, 2, 4, 2)
+        summary = self.findChild(QLabel, "panelSummary")
+        if summary is not None:  # the dock is short: the summary is the panel's tooltip instead
+            summary.hide()
+            self.setToolTip(self.SUMMARY)
+        self.content = _Content(self)
         layout = QVBoxLayout(self.content)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(3)
+        layout.addLayout(self._build_controls())
 
+        self.tabs = QTabWidget(self)
+        self.tabs.setObjectName("liveRunTabs")
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(self._build_runs(), "Runs")
+        self.editor = RunConfigEditor(self.model.reads, self)
+        self.editor.changed.connect(self._update_buttons)
+        self.editor.changed.connect(self._sync_combo)
+        self.editor.validated.connect(self._update_buttons)
+        self.tabs.addTab(self.editor, "Configure")
+        # A call a person plays takes the dock's whole width and height (the dock is short), in
+        # a tab of its own that shows only while a call waits, and is brought forward then.
+        self.waiting_page = QWidget(self)
+        waiting = QVBoxLayout(self.waiting_page)
+        waiting.setContentsMargins(0, 2, 0, 0)
+        self.prompt_box = ManualPromptBox(self.waiting_page)
+        self.prompt_box.sent.connect(self._on_prompt_sent)
+        self.prompt_box.waiting_changed.connect(self._on_waiting_changed)
+        self.decision_form = EscalationForm(self, show_context=False)
+        self.decision_form.decided.connect(self._on_live_decision)
+        self.prompt_box.set_form("hitl_decision", self.decision_form)
+        self.prompt_box.hide()
+        waiting.addWidget(self.prompt_box, 1)
+        self.tabs.addTab(self.waiting_page, "Waiting for you")
+        self.tabs.setTabVisible(2, False)
+        self._tab_before_waiting = 0
+        layout.addWidget(self.tabs, 1)
+        self._layout.addWidget(self.content, 1)
+        self.content.hide()
+        self._update_buttons()
+
+    def _build_controls(self) -> QHBoxLayout:
         controls = QHBoxLayout()
-        controls.addWidget(QLabel("Configuration:", self))
+        controls.setSpacing(4)
         self.config_combo = QComboBox(self)
-        self.config_combo.setMinimumContentsLength(24)
-        self.config_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-        self.config_combo.setMaximumWidth(420)
-        self.config_combo.currentIndexChanged.connect(self._update_buttons)
+        self.config_combo.setObjectName("configCombo")
+        self.config_combo.setToolTip("The configurations saved in the project: choose one to edit or start it")
+        self.config_combo.setMinimumContentsLength(18)
+        self.config_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.config_combo.setMaximumWidth(320)
+        self.config_combo.activated.connect(self._on_config_chosen)
         controls.addWidget(self.config_combo)
-        self.start_button = self._button("▶ Start", "Start a new run of the chosen configuration", self._on_start_clicked)
-        self.resume_button = self._button("⟳ Resume", "Finish the selected interrupted run: only the missing "
+        self.new_button = QToolButton(self)
+        self.new_button.setText("New")
+        self.new_button.setToolTip("A new run configuration: from a template, or from the project's clusters")
+        self.new_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.new_menu = QMenu(self)
+        self.new_menu.aboutToShow.connect(self._fill_new_menu)
+        self.new_button.setMenu(self.new_menu)
+        controls.addWidget(self.new_button)
+        self.file_button = QToolButton(self)
+        self.file_button.setText("Save")
+        self.file_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(self)
+        self.action_save = menu.addAction("Save in the project", self.save_in_project)
+        self.action_save_file = menu.addAction("Save as a JSON file…", self.save_to_file)
+        self.action_open_file = menu.addAction("Open a JSON or YAML file…", self.open_file)
+        self.file_button.setMenu(menu)
+        controls.addWidget(self.file_button)
+        self.start_button = self._button("▶ Start", "Start the configuration being edited (a run, or a batch)",
+                                         self._on_start_clicked)
+        self.resume_button = self._button("⟳ Resume", "Finish the selected run (or its batch): only the missing "
                                           "calls are issued", self._on_resume_clicked)
         self.cancel_button = self._button("■ Cancel", "Stop the run; it stays resumable", self._on_cancel_clicked)
         for b in (self.start_button, self.resume_button, self.cancel_button):
             controls.addWidget(b)
-        controls.addSpacing(12)
-        self.progress_label = QLabel("", self)  # one row with the controls: the dock is short
-        self.progress_label.setObjectName("runProgress")
-        controls.addWidget(self.progress_label, 1)
         self.progress_bar = QProgressBar(self)
-        self.progress_bar.setMaximumWidth(200)
+        self.progress_bar.setObjectName("liveRunProgress")
+        self.progress_bar.setTextVisible(False)  # the words go beside it, never clipped inside it
+        self.progress_bar.setFixedWidth(120)
         self.progress_bar.hide()
         controls.addWidget(self.progress_bar)
-        layout.addLayout(controls)
+        self.progress_label = QLabel("", self)  # one row with the controls: the dock is short
+        self.progress_label.setObjectName("runProgress")
+        self.progress_label.setTextFormat(Qt.TextFormat.RichText)
+        self.progress_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        controls.addWidget(self.progress_label, 1)
+        return controls
 
+    def _build_runs(self) -> QWidget:
         self.runs_table = RecordTable(RUN_COLUMNS, "Filter runs…", self)
-        self.runs_table.model.decorate = _decorate_run
+        self.runs_table.model.decorate = decorate_run
+        self.runs_table.view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.runs_table.view.selectionModel().selectionChanged.connect(self._on_run_selected)
+
         calls_box = QWidget(self)
         calls_layout = QVBoxLayout(calls_box)
         calls_layout.setContentsMargins(0, 0, 0, 0)
+        calls_layout.setSpacing(2)
         heading = QHBoxLayout()
         self.sim_note = QLabel(SIM_NOTE, self)
         self.sim_note.setObjectName("simNote")
         self.sim_note.setStyleSheet(f"QLabel {{ background: {SIM_BADGE}; color: white; font-weight: bold;"
-                                    " border-radius: 3px; padding: 1px 8px; }")
+                                    " border-radius: 3px; padding: 0px 6px; }")
         self.sim_note.hide()
-        heading.addWidget(self.sim_note)
+        self.badge = RunBadge(self)
         self.calls_heading = QLabel("Select a run to see its calls.", self)
+        self.calls_heading.setObjectName("callsHeading")
         self.calls_heading.setTextFormat(Qt.TextFormat.RichText)
+        self.calls_heading.setWordWrap(True)
+        self.calls_heading.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        heading.addWidget(self.badge, 0, Qt.AlignmentFlag.AlignTop)
+        heading.addWidget(self.sim_note, 0, Qt.AlignmentFlag.AlignTop)
         heading.addWidget(self.calls_heading, 1)
         calls_layout.addLayout(heading)
-        self.calls_table = RecordTable(CALL_COLUMNS, "Filter calls…", self)
-        self.calls_table.model.decorate = _decorate_call
-        calls_layout.addWidget(self.calls_table, 1)
-        self.prompt_box = ManualPromptBox(self)
-        self.prompt_box.sent.connect(self._on_prompt_sent)
-        self.prompt_box.hide()
+        self.timeline = RunTimeline(self)
+        self.timeline.call_selected.connect(self._on_call_selected)
+        self.timeline.rows_changed.connect(self._show_heading)
+        self.calls_table = self.timeline.table
+        calls_layout.addWidget(self.timeline, 1)
+
+        self.detail_tabs = QTabWidget(self)
+        self.detail_tabs.setDocumentMode(True)
+        self.call_view = CallDetailView(self)
+        self.escalation_form = EscalationForm(self)
+        self.escalation_form.decided.connect(self._on_record_decision)
+        self.detail_tabs.addTab(self.call_view, "Call")
+        self.detail_tabs.addTab(self.escalation_form, "Escalation")
 
         self.split = QSplitter(Qt.Orientation.Horizontal, self)
-        self.split.addWidget(self.runs_table)
-        self.split.addWidget(calls_box)
-        self.split.setStretchFactor(0, 2)
-        self.split.setStretchFactor(1, 3)
-        # The prompt spans the dock's width above the tables (the dock is wide and short). A
-        # layout, not a splitter: a splitter may give a widget it shows again no height at all.
-        layout.addWidget(self.prompt_box, 3)
-        layout.addWidget(self.split, 2)
-        self._layout.addWidget(self.content, 1)
-        self.content.hide()
-        self._update_buttons()
+        self.split.setChildrenCollapsible(False)
+        for widget, stretch in ((self.runs_table, 2), (calls_box, 5), (self.detail_tabs, 4)):
+            self.split.addWidget(widget)
+            self.split.setStretchFactor(self.split.count() - 1, stretch)
+        self.split.setSizes([285, 535, 460])
+        return self.split
 
     def _button(self, text: str, tip: str, slot) -> QPushButton:
         button = QPushButton(text, self)
@@ -135,6 +216,7 @@ class LiveRunPanel(Panel):
         self.service, self.manual = service, manual
         service.started.connect(self._on_run_started)
         service.progressed.connect(self._on_run_progressed)
+        service.calls_changed.connect(self._on_calls_changed)
         service.finished.connect(self._on_run_finished)
         service.running_changed.connect(self._on_running_changed)
         if manual is not None:
@@ -144,10 +226,10 @@ class LiveRunPanel(Panel):
 
     # ----- reading the project ---------------------------------------------------------------
     def load(self, store, changes, cancel) -> _LiveView:
-        """Runs with their call counts, the saved configurations, and the shown run's calls.
-        A run that has ended has its counts in its summary; the others are counted, and only
-        when a change touched them (or on a full read)."""
-        from workbench.core.project import calls, panel, runs
+        """Runs with their call counts and batches, the saved configurations, and the shown
+        run's calls. A run that has ended has its counts in its summary; the others are
+        counted, and only when a change touched them (or on a full read)."""
+        from workbench.core.project import calls, panel, run_configs, runs
 
         listed = runs.run_list(store)
         going = [r.id for r in listed if r.calls is None]
@@ -159,9 +241,10 @@ class LiveRunPanel(Panel):
         fresh = calls.counts_by_run(store, stale) if stale else {}
         counts = {i: fresh.get(i) or (known.get(i) if i not in stale else None) or calls.CallCounts()
                   for i in going}
-        rows = [_run_row(r, counts.get(r.id)) for r in listed]
+        batches = run_configs.batch_ids(store, [r.id for r in listed])
+        rows = [run_row(r, counts.get(r.id), batches.get(r.id)) for r in listed]
         shown = self._shown_run
-        log = [_call_row(c) for c in calls.run_log(store, shown)] if any(r.id == shown for r in listed) else []
+        log = [call_row(c) for c in calls.run_log(store, shown)] if any(r.id == shown for r in listed) else []
         return _LiveView(panel.saved_configs(store), rows, counts, shown, log)
 
     def apply(self, view: _LiveView) -> None:
@@ -169,11 +252,15 @@ class LiveRunPanel(Panel):
         configs = [(c.id, f"{c.name} ({c.protocol.upper()})") for c in view.configs]
         if configs != self._configs:
             self._fill_configs(configs)
-        rows = view.runs
+        live = self.service.run_id if self.service is not None and self.service.running else None
+        # The run in progress is running, even in the moment between its creation and its claim.
+        rows = [live_row(r) if r["id"] == live else r for r in view.runs]
         if rows != self._run_rows:
             self._run_rows = rows
             keep = self._shown_run
             self.runs_table.set_rows(rows)
+            table = self.runs_table.view  # a run id is long: its middle gives way to the status
+            table.setColumnWidth(0, min(table.columnWidth(0), table.fontMetrics().horizontalAdvance("rcp-2026…c0b0")))
             if keep:
                 self.select_run(keep)
         if view.shown_run == self._shown_run:
@@ -185,46 +272,70 @@ class LiveRunPanel(Panel):
 
     def clear(self) -> None:
         self.content.hide()
-        self._configs, self._run_rows, self._call_rows, self._shown_run = [], [], [], None
-        self._counts = {}
-        self._asking.cancel()
+        self._configs, self._run_rows, self._shown_run = [], [], None
+        self._counts, self._decisions, self._answer_when_asked = {}, {}, {}
+        for reader in (self._asking, self._detail, self._escalation):
+            reader.cancel()
+        self.source.clear()
         self.config_combo.clear()
         self.runs_table.set_rows([])
-        self.calls_table.set_rows([])
+        self.timeline.clear()
+        self.call_view.show_detail(None)
+        self.escalation_form.set_view(None)
         self.prompt_box.clear_all()
+
+    def _on_opened(self, store) -> None:
+        super()._on_opened(store)
+        self.source.opened()
 
     def _fill_configs(self, configs: list[tuple[int, str]]) -> None:
         current = self.config_combo.currentData()
+        first = not self._configs
         self._configs = configs
         self.config_combo.blockSignals(True)
         self.config_combo.clear()
         for config_id, text in configs:
             self.config_combo.addItem(text, config_id)
         if not configs:
-            self.config_combo.addItem("(no saved protocol configurations)", None)
-        index = self.config_combo.findData(current)
+            self.config_combo.addItem("(no saved configurations)", None)
+        index = self.config_combo.findData(self.source.config_id if self.source.config_id is not None else current)
         self.config_combo.setCurrentIndex(max(index, 0))
         self.config_combo.blockSignals(False)
+        self._sync_combo()
+        if first and configs and self.source.config_id is None and not self.source.busy:
+            self.source.load_saved(self.config_combo.currentData())  # the editor starts with the first
 
     def _show_calls(self, logged: list) -> None:
         run_id = self._shown_run
         run = next((r for r in self._run_rows if r["id"] == run_id), None)
-        rows = logged if run else []
-        if rows != self._call_rows:
-            self._call_rows = rows
-            self.calls_table.set_rows(rows)
-            if self.service is not None and self.service.run_id == run_id:
-                self.calls_table.view.scrollToBottom()  # follow the run as it goes
+        self.timeline.set_stored(logged if run else [])
+        self._show_heading()
+        if run is not None:
+            self._read_escalation(run)
+
+    def _show_heading(self) -> None:
+        run_id = self._shown_run
+        run = next((r for r in self._run_rows if r["id"] == run_id), None)
+        if run is None and run_id is not None and self.service is not None and self.service.run_id == run_id:
+            # The run just started: not read from the file yet, but its calls are already coming.
+            run = {"id": run_id, "status": "running", "error": None, "simulated": False, "batch_id": None}
         if run is None:
             self.calls_heading.setText("Select a run to see its calls.")
             self.sim_note.hide()
+            self.badge.set_status(None)
             return
-        grey = sum(r["status"] != "ok" for r in rows)
+        rows = self.timeline.rows
+        grey = sum(r["status"] not in ("ok", "running") for r in rows)
+        flying = sum(r["status"] == "running" for r in rows)
+        self.badge.set_status(run["status"])
+        batch = "batch" if run.get("batch_id") else ""
+        reason = run["error"] if run["error"] and run["status"] != "completed" else ""
         self.calls_heading.setText(
-            f"<b>{escape_html(run_id)}</b> — {run['status_text']} — {len(rows)} call(s)"
+            f"{len(rows)} call(s)" + (f", {flying} in flight" if flying else "")
             + (f", <span style='color:{GREY}'>{grey} invalid or failed (grey)</span>" if grey else "")
-            + (f"<br><span style='color:{RUN_STATUS['failed'][1]}'>{escape_html(run['error'])}</span>"
-               if run["error"] and run["status"] != "completed" else ""))
+            + (f"<br><span style='color:{tone(RED)}'>{escape_html(reason)}</span>" if reason else ""))
+        self.calls_heading.setToolTip(f"{run_id}{batch and ', a run of batch ' + run['batch_id']}"
+                                      + (f"\n{run['label']}" if run.get("label") else ""))
         self.sim_note.setVisible(bool(run["simulated"]))
 
     # ----- selection -------------------------------------------------------------------------
@@ -249,24 +360,144 @@ class LiveRunPanel(Panel):
         if run is not None and run["id"] != self._shown_run:
             self._shown_run = run["id"]
             self.calls_heading.setText(f"<b>{escape_html(run['id'])}</b> — reading its calls…")
+            self.timeline.set_stored([])
+            self.call_view.show_detail(None)
             self.request()
         self._update_buttons()
 
+    def _on_call_selected(self, row: dict | None) -> None:
+        reading = self._reading
+        if row is None or reading is None:
+            self.call_view.show_detail(None)
+            return
+        self.detail_tabs.setCurrentWidget(self.call_view)
+        if row.get("id") is None:
+            self._detail.cancel()
+            self.call_view.show_detail(None, f"{row['agent_id']} · {row['purpose']}: {row['status_text']}. "
+                                             "It has no record yet: its request and reply show once it ends.")
+            return
+        call_id = row["id"]
+
+        def read(_cancel):
+            from workbench.core.project.calls import call_detail
+
+            return call_detail(reading, call_id)
+
+        self._detail.load(read, self.call_view.show_detail, cleanup=reading.close_connection,
+                          on_failed=lambda e: self.call_view.show_detail(None, f"Could not read the call: {e.message}"))
+
+    def _read_escalation(self, run: dict) -> None:
+        reading = self._reading
+        if reading is None or run["protocol"] != "cons":
+            self._escalation_view = None
+            self.escalation_form.set_view(None)
+            return
+        run_id = run["id"]
+
+        def read(_cancel):
+            from workbench.core.project.escalations import escalation_view
+
+            return escalation_view(reading, run_id)
+
+        self._escalation.load(read, lambda view: self._show_escalation(run_id, view), cleanup=reading.close_connection)
+
+    def _show_escalation(self, run_id: str, view) -> None:
+        if run_id != self._shown_run:
+            return
+        run = next((r for r in self._run_rows if r["id"] == run_id), None)
+        self._escalation_view = view
+        running = self.service is not None and self.service.run_id == run_id
+        waiting = run is not None and run["status"] == "interrupted" and WAITING in (run["error"] or "")
+        if view is not None and view.escalations and not view.stored and not running and waiting:
+            self.escalation_form.set_view(view, action="Resume and decide")
+        else:
+            self.escalation_form.set_view(view, action="Record decision")
+            if view is not None and not view.stored:
+                self.escalation_form._set_controls(False)  # not at its verdict yet (or the run asks live)
+
+    # ----- configurations --------------------------------------------------------------------
+    def _on_config_chosen(self, _index: int) -> None:
+        config_id = self.config_combo.currentData()
+        if config_id is not None and config_id != UNSAVED:
+            self.source.load_saved(int(config_id))
+
+    def _sync_combo(self) -> None:
+        """The combo names what the editor holds: a saved configuration, or "(unsaved) …"."""
+        combo = self.config_combo
+        doc = self.editor.document()
+        combo.blockSignals(True)
+        try:
+            unsaved = combo.findData(UNSAVED)
+            if doc and not self.source.unchanged(doc):
+                text = f"(unsaved) {self.editor.name or 'new configuration'}"
+                if unsaved < 0:
+                    combo.insertItem(0, text, UNSAVED)
+                else:
+                    combo.setItemText(unsaved, text)
+                combo.setCurrentIndex(combo.findData(UNSAVED))
+            else:
+                if unsaved >= 0:
+                    combo.removeItem(unsaved)
+                index = combo.findData(self.source.config_id)
+                if index >= 0:
+                    combo.setCurrentIndex(index)
+            combo.setToolTip(combo.currentText())
+        finally:
+            combo.blockSignals(False)
+
+    def _fill_new_menu(self) -> None:
+        self.source.fill_new_menu(self.new_menu)
+
+    def save_in_project(self) -> None:
+        self.source.save_in_project()
+
+    def save_to_file(self) -> None:
+        self.source.save_to_file()
+
+    def open_file(self) -> None:
+        self.source.open_file()
+
     # ----- commands --------------------------------------------------------------------------
     def _on_start_clicked(self) -> None:
-        config_id = self.config_combo.currentData()
-        if self.service is not None and config_id is not None:
-            self.service.start(int(config_id))
+        if self.service is None or not self.editor.valid:
+            return
+        doc = self.editor.document()
+        config_id = self.source.config_id if self.source.unchanged(doc) else None
+        self.tabs.setCurrentIndex(0)
+        self.service.start_document(doc, config_id=config_id, label=str(doc.get("label") or ""))
 
     def _on_resume_clicked(self) -> None:
         run = self.selected_run()
-        if self.service is not None and run is not None:
+        if self.service is None or run is None:
+            return
+        if run.get("batch_id"):
+            self.service.resume_batch(run["batch_id"])
+        else:
             self.service.resume(run["id"])
 
     def _on_cancel_clicked(self) -> None:
         if self.service is not None:
             self.service.cancel()
             self.progress_label.setText("Cancelling… the run stops after the calls in flight.")
+
+    def changeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "badge"):  # a new theme
+            self.badge.set_status(self.badge.status)
+            self._show_heading()
+
+    def _on_waiting_changed(self, n: int) -> None:
+        index = self.tabs.indexOf(self.waiting_page)
+        if n:
+            self.tabs.setTabText(index, f"⚑ Waiting for you ({n})" if n > 1 else "⚑ Waiting for you")
+            if not self.tabs.isTabVisible(index):
+                self._tab_before_waiting = self.tabs.currentIndex()
+                self.tabs.setTabVisible(index, True)
+            self.tabs.setCurrentIndex(index)
+        elif self.tabs.isTabVisible(index):
+            back = self._tab_before_waiting if self.tabs.currentIndex() == index else self.tabs.currentIndex()
+            self.tabs.setTabVisible(index, False)
+            self.tabs.setCurrentIndex(back if back != index else 0)
 
     def _on_prompt_sent(self, key: str, text: str) -> None:
         if self.manual is not None and not self.manual.answer(key, text):
@@ -277,9 +508,15 @@ class LiveRunPanel(Panel):
         store = self.store
         writable = store is not None and not store.read_only and self.service is not None
         run = self.selected_run()
-        self.start_button.setEnabled(writable and not running and self.config_combo.currentData() is not None)
-        self.resume_button.setEnabled(writable and not running and run is not None and run["status"] == "interrupted")
+        self.start_button.setEnabled(writable and not running and self.editor.valid)
+        self.start_button.setToolTip("Start the configuration being edited" if self.editor.valid else
+                                     "The configuration is not valid yet: see the Configure tab")
+        resumable = run is not None and run["status"] in ("interrupted", "failed", "stopped_at_cap")
+        self.resume_button.setEnabled(writable and not running and resumable)
+        self.resume_button.setText("⟳ Resume batch" if run is not None and run.get("batch_id") else "⟳ Resume")
         self.cancel_button.setEnabled(running)
+        self.action_save.setEnabled(writable and self.editor.valid)
+        self.new_button.setEnabled(store is not None)
 
     # ----- the run service -------------------------------------------------------------------
     def _on_running_changed(self, running: bool) -> None:
@@ -291,46 +528,133 @@ class LiveRunPanel(Panel):
 
     def _on_run_started(self, run_id: str) -> None:
         self._shown_run = run_id
+        self.timeline.start_live(run_id)
+        if self.tabs.currentWidget() is self.editor:
+            self.tabs.setCurrentIndex(0)  # watch it (a call waiting for you keeps its tab)
         self.request()
         self.select_run(run_id)
+
+    def _on_calls_changed(self, events: list) -> None:
+        self.timeline.add_events(events)
 
     def _on_run_progressed(self, p) -> None:
         self.progress_bar.setRange(0, max(p.total, 1))
         self.progress_bar.setValue(p.done)
         waiting = " — <b>waiting for you</b>" if self.prompt_box.calls else ""
-        self.progress_label.setText(f"<b>{escape_html(p.phase or 'Running')}</b>: "
-                                    f"{progress_text(p, eta=not waiting)}{waiting}")
+        batch = ""
+        if self.service is not None and self.service.batch_id is not None:
+            batch = f"{escape_html(self.service.batch_id)} · "
+        text = f"{batch}<b>{escape_html(p.phase or 'Running')}</b>: {escape_html(progress_text(p, eta=not waiting))}"
+        self.progress_label.setText(text + waiting)
+        self.progress_label.setToolTip(p.message or "")
 
     def _on_run_finished(self, summary: dict) -> None:
         status = summary.get("status", "")
         glyph = RUN_STATUS.get(status, ("", ""))[0]
-        text = f"{glyph} Run {status}: {summary.get('calls', 0)} calls, " \
+        what = f"Batch {summary['batch_id']}" if summary.get("batch_id") else "Run"
+        runs = f"{len(summary.get('runs', []))} of {summary.get('planned_runs')} runs, " if summary.get("batch_id") else ""
+        text = f"{glyph} {what} {status}: {runs}{summary.get('calls', 0)} calls, " \
                f"{summary.get('failed_calls', 0)} failed, {summary.get('invalid_calls', 0)} invalid"
         if status == "interrupted":
             text += " — select it and Resume to finish"
-        self.progress_label.setText(text)
+        reason = summary.get("error") if status != "completed" else None
+        colour = tone(RUN_STATUS.get(status, ("", ""))[1])
+        body = escape_html(text) + (f" — {escape_html(reason)}" if reason else "")
+        self.progress_label.setText(f"<span style='color:{colour}'>{body}</span>" if colour else body)
+        self.progress_label.setToolTip(reason or "")
+        self.timeline.stop_live()
+        self._record_decisions(summary)
         self.request()
 
     def _on_asked(self, call: AgentCall) -> None:
         run = self.service.run_id if self.service is not None else None
+        if call.purpose == "hitl_decision" and run in self._answer_when_asked and self.manual is not None:
+            self.manual.answer(call.key, self._answer_when_asked.pop(run))  # decided before the resume
+            return
         reading = self._reading
         if call.purpose == "hitl_decision" and reading is not None and run is not None:
             # What the conductor decides on is read first (off this thread), then the prompt shows.
             def read(_cancel):
                 from workbench.core.project.ballots import last_round_ballots
+                from workbench.core.project.escalations import escalation_view
 
-                return last_round_ballots(reading, run)
+                return last_round_ballots(reading, run), escalation_view(reading, run)
 
-            self._asking.load(read, lambda ballots: self._ask(call, run, _ballots_html(ballots)),
-                              on_failed=lambda _e: self._ask(call, run, ""), cleanup=reading.close_connection)
+            self._asking.load(read, lambda got: self._ask(call, run, got[1], got[0]),
+                              on_failed=lambda _e: self._ask(call, run, None, []), cleanup=reading.close_connection)
         else:
-            self._ask(call, run, "")
+            self._ask(call, run, None, [])
 
-    def _ask(self, call: AgentCall, run: str | None, context: str) -> None:
+    def _ask(self, call: AgentCall, run: str | None, view, ballots: list) -> None:
+        if call.purpose == "hitl_decision":
+            self._live_view = (run, call.key, view)
+            self.decision_form.reset()
+            self.decision_form.set_view(view, live=True)
+            context = context_html(view, sides=False) + ballots_html(ballots)
+        else:
+            context = ""
         self.prompt_box.add(call, run, context)
         self.request()  # the log shows every call before this one while the person reads
         if self.service is not None and self.service.last_progress is not None:
             self._on_run_progressed(self.service.last_progress)
+
+    # ----- decisions on CONS escalations -----------------------------------------------------
+    def _on_live_decision(self, choice: str, option: str, reason: str) -> None:
+        """The running conductor's call is answered with the decision and its reason; the
+        decision is recorded in cons_escalations when the run has stored its outcome."""
+        from workbench.core.project.escalations import decision_text
+
+        run, key, view = getattr(self, "_live_view", (None, None, None))
+        current = self.prompt_box.current
+        if view is None or current is None or current.key != key or self.manual is None:
+            return
+        self._decisions[run] = (choice, option, reason)
+        if not self.manual.answer(key, decision_text(view, choice, option, reason)):
+            self._decisions.pop(run, None)
+            self.prompt_box.remove(key)
+
+    def _on_record_decision(self, choice: str, option: str, reason: str) -> None:
+        """A decision taken in the Escalation tab: for a run waiting on its conductor, the run is
+        resumed and the decision answers it; for a finished run, it is recorded at once."""
+        from workbench.core.project.escalations import decision_text, record_decision
+
+        view = self._escalation_view
+        if view is None or self.service is None:
+            return
+        run_id = view.run_id
+        if not view.stored:
+            self._answer_when_asked[run_id] = decision_text(view, choice, option, reason)
+            self._decisions[run_id] = (choice, option, reason)
+            if not self.service.resume(run_id):
+                self._answer_when_asked.pop(run_id, None)
+                self._decisions.pop(run_id, None)
+            return
+        self.model.write("record the conductor's decision",
+                         lambda store: record_decision(store, run_id, choice=choice, option=option or None,
+                                                       reason=reason))
+
+    def _record_decisions(self, summary: dict) -> None:
+        from workbench.core.project.escalations import record_decision
+
+        for s in summary.get("runs") or [summary]:
+            run_id = s.get("run_id")
+            decided = self._decisions.pop(run_id, None) if s.get("status") == "completed" else None
+            self._answer_when_asked.pop(run_id, None)
+            if decided is None or self.model.store is None:
+                continue
+            choice, option, reason = decided
+            self.model.write("record the conductor's decision",
+                             lambda store, r=run_id: record_decision(store, r, choice=choice, option=option or None,
+                                                                     reason=reason))
+
+
+class _Content(QWidget):
+    """The panel's body. It reports no height-for-width: the window's scroll area would size it
+    to its preferred height (every word-wrapped label at full length) instead of fitting the
+    short dock, which it can (its parts scroll within themselves)."""
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 (Qt API)
+        return False
 
 
 @dataclass(frozen=True)
@@ -339,91 +663,5 @@ class _LiveView:
     runs: list  # table rows (dicts), newest first
     counts: dict  # run id -> CallCounts, for the runs still going
     shown_run: str | None
-    calls: list  # table rows (dicts) of the shown run's calls
+    calls: list  # timeline rows (dicts) of the shown run's stored calls
 
-
-def _ballots_html(ballots: list) -> str:
-    """What the conductor decides on: the last round's ballots of the run (CONS)."""
-    if not ballots:
-        return ""
-    items = []
-    for b in ballots:
-        if b.status != "valid":
-            items.append(f"<li style='color:{GREY}'><b>{escape_html(b.agent_id)}</b>: invalid ballot "
-                         f"({escape_html(b.invalid_reason or '')})</li>")
-        else:
-            items.append(f"<li><b>{escape_html(b.agent_id)}</b>: {escape_html(b.vote or '')} "
-                         f"“{escape_html(b.option or '')}” ({b.confidence}) — {escape_html(b.rationale or '')}</li>")
-    return f"<p style='margin:8px 0 2px 0; color:{ACCENT}'><b>The ballots</b></p><ul style='margin:0'>" \
-           + "".join(items) + "</ul>"
-
-
-# ----- rows and their look ---------------------------------------------------------------------
-def progress_text(p, *, eta: bool = True) -> str:
-    """ "3/16 calls, 0 failed, ETA 4 s" """
-    left = ""
-    if eta and p.eta_s is not None and p.done < p.total:
-        left = ", ETA <1 s" if p.eta_s < 1 else f", ETA {p.eta_s:.0f} s"
-    return f"{p.done}/{p.total} calls, {p.failed} failed{left}"
-
-
-def _local_time(stamp: str | None) -> str:
-    if not stamp:
-        return ""
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone().strftime("%Y-%m-%d %H:%M:%S")
-    except ValueError:
-        return stamp
-
-
-def _run_row(r, counts) -> dict:  # r: a RunListRow; counts: CallCounts while it is going
-    glyph = RUN_STATUS.get(r.status, ("?", ""))[0]
-    calls, failed, invalid = (r.calls, r.failed, r.invalid) if counts is None else \
-        (counts.calls, counts.failed, counts.invalid)
-    return {"id": r.id, "protocol": r.protocol, "label": r.label, "status": r.status, "simulated": r.simulated,
-            "started_at": r.started_at, "error": r.error, "calls": calls or 0, "failed": failed or 0,
-            "invalid": invalid or 0, "status_text": f"{glyph} {r.status}", "sim": "SIM" if r.simulated else "",
-            "started": _local_time(r.started_at)}
-
-
-def _call_row(c) -> dict:
-    rnd = c.round_kind or (f"batch {c.round_idx}" if c.round_idx is not None else "")
-    latency = round(c.latency_ms) if c.latency_ms is not None else None
-    return {"id": c.id, "step_key": c.step_key, "agent_id": c.agent_id, "purpose": c.purpose, "status": c.status,
-            "attempts": c.attempts, "simulated": c.simulated, "round": rnd, "latency": latency,
-            "status_text": f"{CALL_STATUS.get(c.status, '?')} {c.status}", "reason": c.reason or ""}
-
-
-def _decorate_run(row: dict, key: str, role: int):
-    if key == "sim" and row["simulated"]:
-        if role == Qt.ItemDataRole.BackgroundRole:
-            return QBrush(QColor(SIM_BADGE))
-        if role == Qt.ItemDataRole.ForegroundRole:
-            return QBrush(QColor("white"))
-        if role == Qt.ItemDataRole.FontRole:
-            font = QFont()
-            font.setBold(True)
-            return font
-        if role == Qt.ItemDataRole.TextAlignmentRole:
-            return Qt.AlignmentFlag.AlignCenter
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return SIM_NOTE
-    if key == "status_text":
-        if role == Qt.ItemDataRole.ForegroundRole and row["status"] in RUN_STATUS:
-            return QBrush(QColor(RUN_STATUS[row["status"]][1]))
-        if role == Qt.ItemDataRole.ToolTipRole and row.get("error"):
-            return row["error"]
-    return None
-
-
-def _decorate_call(row: dict, key: str, role: int):
-    bad = row["status"] != "ok"
-    if bad and role == Qt.ItemDataRole.ForegroundRole:
-        return QBrush(QColor(GREY))
-    if bad and role == Qt.ItemDataRole.FontRole:
-        font = QFont()
-        font.setItalic(True)
-        return font
-    if role == Qt.ItemDataRole.ToolTipRole and row["reason"]:
-        return row["reason"]
-    return None

@@ -1,5 +1,6 @@
-"""The "Waiting for you" box: a call that a person plays (the CONS conductor, or a manual agent),
-its messages, a reply box and Send."""
+"""The "Waiting for you" box: a call that a person plays (the CONS conductor, or any agent whose
+provider is "manual"), its messages, a reply box and Send. A form for a kind of call (the CONS
+escalation's decision form, for the conductor) can sit above the reply box: ``set_form``."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class ManualPromptBox(QFrame):
     """"Waiting for you": the messages of a call a person plays, a reply box and Send."""
 
     sent = Signal(str, str)  # the call's key, the reply
+    waiting_changed = Signal(int)  # how many calls wait for the person now
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -48,6 +50,14 @@ class ManualPromptBox(QFrame):
         self.messages.setMinimumHeight(70)
         body.addWidget(self.messages, 3)
         answer = QVBoxLayout()
+        self._forms: dict[str, QWidget] = {}  # call purpose -> the form shown for such calls
+        self._form_slot = QVBoxLayout()
+        self._form_slot.setContentsMargins(0, 0, 0, 0)
+        answer.addLayout(self._form_slot)
+        self.own_words = QLabel("…or answer in your own words:", self)
+        self.own_words.setStyleSheet("color: palette(placeholder-text);")
+        self.own_words.hide()
+        answer.addWidget(self.own_words)
         self.reply = QPlainTextEdit(self)
         self.reply.setPlaceholderText("Type your answer here…")
         self.reply.setMinimumHeight(50)
@@ -74,6 +84,17 @@ class ManualPromptBox(QFrame):
     def current(self) -> AgentCall | None:
         return self.calls[0] if self.calls else None
 
+    def set_form(self, purpose: str, form: QWidget) -> None:
+        """Show ``form`` above the reply box while the current call has this ``purpose``."""
+        form.setParent(self)
+        self._forms[purpose] = form
+        self._form_slot.addWidget(form)
+        form.hide()
+
+    def current_form(self) -> QWidget | None:
+        call = self.current
+        return self._forms.get(call.purpose) if call is not None else None
+
     def add(self, call: AgentCall, run_id: str | None, context: str = "") -> None:
         """Queue ``call``; ``context`` (HTML) is shown under its messages (e.g. the ballots)."""
         self._run_id = run_id
@@ -98,7 +119,10 @@ class ManualPromptBox(QFrame):
     def _show_current(self) -> None:
         call = self.current
         if call is None:
+            for w in self._forms.values():
+                w.hide()
             self.hide()
+            self.waiting_changed.emit(0)
             return
         who = "the conductor's decision" if call.purpose == "hitl_decision" else f"agent {call.agent}"
         more = f" — {len(self.calls) - 1} more waiting" if len(self.calls) > 1 else ""
@@ -114,7 +138,12 @@ class ManualPromptBox(QFrame):
             parts.append(f"<p style='margin:4px 0 2px 0; color:{ACCENT}'><b>{role}</b></p>"
                          f"<div style='white-space: pre-wrap'>{body}</div>")
         self.messages.setHtml("".join(parts) + self._context.get(call.key, ""))
+        form = self.current_form()
+        for w in self._forms.values():
+            w.setVisible(w is form)
+        self.own_words.setVisible(form is not None)
         self.show()
+        self.waiting_changed.emit(len(self.calls))
         self._on_reply_changed()
         self.reply.setFocus()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import typing
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QLineEdit,
@@ -107,6 +108,9 @@ class PersonaEditor(QWidget):
         self.dirty = False
         self.fields: dict[str, dict] = {}  # filled, with the form, when the first agent is shown
         self.inputs: dict[str, QWidget] = {}
+        # How Apply writes: commit(agent_id, stored, new, done) (the Clusters & Agents panel makes it
+        # an undoable edit); None writes directly through the model. done(changes) when written.
+        self.commit: Callable[[str, dict, dict, Callable[[Changes], None]], None] | None = None
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 4, 0, 0)
@@ -292,7 +296,7 @@ class PersonaEditor(QWidget):
             return
 
         def job(store: Store) -> Changes:
-            from workbench.core.project.panel import set_agent_params
+            from workbench.core.project.panel_edits import set_agent_params
 
             return set_agent_params(store, agent_id, params)
 
@@ -304,7 +308,10 @@ class PersonaEditor(QWidget):
             self.applied.emit(agent_id)
 
         self.apply_button.setEnabled(False)
-        self.model.write(f"tune persona of {agent_id}", job, done)
+        if self.commit is not None:
+            self.commit(agent_id, dict(self.loaded), params, done)
+        else:
+            self.model.write(f"tune persona of {agent_id}", job, done)
 
     def _update_buttons(self) -> None:
         store = self.model.store

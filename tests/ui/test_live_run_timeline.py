@@ -1,0 +1,146 @@
+"""Live Run's timeline and call detail: calls appear as they start and change as they end, a
+cancel and a resume, the fenced request and the raw reply of a call, the ETA as text, and a run
+whose every call fails ending red with its reason."""
+
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+
+from tests.services.test_run_service import slow_sim
+from tests.support.fake_llm_server import FakeLLMServer, Reply
+from tests.ui.conftest import WAIT_MS
+from tests.ui.live_run_helpers import RUN_MS, empty_project, panel_of, plain, put, read, rows, start, template
+from workbench.services.runs.runner import RunProgress
+from workbench.ui.widgets.run_timeline import GREY, RED
+
+
+def small_rcp(**overrides) -> dict:
+    """Two advocates and two critics on the simulated panel: 4 artifacts, 12 votes."""
+    doc = template("rcp-advocate-critic")
+    doc["clusters"] = [{**c, "agents": c["agents"][:2]} for c in doc["clusters"]]
+    return {**doc, **overrides}
+
+
+def test_calls_appear_as_they_start_and_change_as_they_end_then_cancel_and_resume(
+        qtbot, window, tmp_path, open_project, monkeypatch):
+    gate = threading.Event()
+    slow_sim(monkeypatch, gate=gate, hold_from=3)  # the third call waits until the gate opens
+    path = empty_project(tmp_path)
+    open_project(path)
+    panel = panel_of(window)
+    put(qtbot, panel, small_rcp(dispatch="sequential"))
+    events: list = []
+    window.runs.calls_changed.connect(lambda batch: events.extend(batch))
+    panel.start_button.click()
+
+    # Two calls have ended and the third is in flight: three rows, the last one running.
+    qtbot.waitUntil(lambda: [r["status"] for r in rows(panel)] == ["ok", "ok", "running"], timeout=WAIT_MS)
+    shown = rows(panel)
+    assert [r["agent_id"] for r in shown] == ["a1", "a2", "c1"]
+    assert shown[2]["id"] is None and shown[2]["status_text"].startswith("◌ running")
+    assert shown[0]["cost"] == "$0 sim" and shown[0]["tokens"] and shown[0]["latency"] is not None
+    assert [(e.kind, e.agent) for e in events][:5] == [("started", "a1"), ("finished", "a1"), ("started", "a2"),
+                                                      ("finished", "a2"), ("started", "c1")]
+    assert "Round 1: generate" in panel.timeline.phases.text() and "◌1" in panel.timeline.phases.text()
+    assert panel.badge.status == "running" and panel.progress_bar.isVisible()
+    # A call in flight has no record yet: the detail says so.
+    panel.timeline.select(None, shown[2]["step_key"])
+    assert "no record yet" in panel.call_view.summary.text()
+
+    with qtbot.waitSignal(window.runs.finished, timeout=WAIT_MS) as stopped:
+        panel.cancel_button.click()
+        gate.set()
+    assert stopped.args[0]["status"] == "interrupted"
+    run_id = stopped.args[0]["run_id"]
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: panel.badge.status == "interrupted", timeout=WAIT_MS)
+    assert panel.badge.text() == "↻ interrupted"
+    done_before = len(read(path, "SELECT id FROM llm_calls WHERE run_id = ?", (run_id,)))
+    assert [r["id"] for r in rows(panel)] == [r["id"] for r in read(
+        path, "SELECT id FROM llm_calls WHERE run_id = ? ORDER BY id", (run_id,))]  # nothing left "running"
+
+    panel.select_run(run_id)
+    assert panel.resume_button.isEnabled()
+    with qtbot.waitSignal(window.runs.finished, timeout=RUN_MS) as resumed:
+        panel.resume_button.click()
+    assert resumed.args[0]["status"] == "completed" and resumed.args[0]["resumed_calls"] == done_before
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
+    keys = [r["step_key"] for r in read(path, "SELECT step_key FROM llm_calls WHERE run_id = ?", (run_id,))]
+    assert len(keys) == len(set(keys)) == 16
+    assert len(rows(panel)) == 16 and all(r["status"] == "ok" for r in rows(panel))
+    assert panel.badge.text() == "✓ completed"
+    assert "1·Round 1: generate ✔4" in plain(panel.timeline.phases.text())
+    assert "2·Round 1: vote ✔12" in plain(panel.timeline.phases.text())
+
+
+def test_the_call_detail_shows_the_fence_lines_and_the_raw_reply(qtbot, window, tmp_path, open_project):
+    path = empty_project(tmp_path)
+    open_project(path)
+    panel = panel_of(window)
+    put(qtbot, panel, small_rcp())
+    summary = start(qtbot, window)
+    assert summary["status"] == "completed"
+    vote = next(r for r in rows(panel) if r["purpose"] == "vote")
+    [stored] = read(path, "SELECT reply_text, request_json FROM llm_calls WHERE id = ?", (vote["id"],))
+    fence = stored["request_json"]["fence"]["delimiter"]
+    assert panel.timeline.select(vote["id"])
+    qtbot.waitUntil(lambda: panel.call_view.call_id == vote["id"], timeout=WAIT_MS)
+    request = panel.call_view.request.toPlainText()
+    assert f"<<<{fence}>>>" in request and f"<<<END-{fence}>>>" in request  # the fence lines, as sent
+    assert "fresh for this call" in request and "System" in request and "User" in request
+    assert panel.call_view.reply.toPlainText() == stored["reply_text"]
+    assert "simulated panel" in panel.call_view.raw.toPlainText()
+    summary_text = plain(panel.call_view.summary.text())
+    assert f"{vote['agent_id']} · vote · ✔ ok" in summary_text and "tokens" in summary_text
+    assert "cost $0 sim" in summary_text and "1 attempt" in summary_text
+    assert panel.detail_tabs.currentWidget() is panel.call_view
+
+
+def test_an_eta_under_a_second_reads_as_text(qtbot, window, tmp_path, open_project):
+    open_project(empty_project(tmp_path))
+    panel = panel_of(window)
+    panel._on_run_progressed(RunProgress("r", "Round 1: vote", 30, 36, 0, 0.4))
+    assert "&lt;1 s" in panel.progress_label.text()
+    assert plain(panel.progress_label.text()) == "Round 1: vote: 30/36 calls, 0 failed, ETA <1 s"
+    panel._on_run_progressed(RunProgress("r", "<b>odd</b> phase", 1, 2, 1, 12.0))
+    assert plain(panel.progress_label.text()) == "<b>odd</b> phase: 1/2 calls, 1 failed, ETA 12 s"
+
+
+def test_a_run_whose_every_call_fails_ends_failed_in_red_with_its_reason(qtbot, window, tmp_path, open_project):
+    path = empty_project(tmp_path)
+    open_project(path)
+    panel = panel_of(window)
+    with FakeLLMServer(default=Reply(status=500, error_message="the model crashed")) as server:
+        doc = small_rcp(providers={"sim": {"model": "openai/fake-model", "api_base": server.base_url,
+                                           "max_retries": 0, "max_concurrency": 4}})
+        put(qtbot, panel, doc)
+        summary = start(qtbot, window)
+    assert summary["status"] == "failed" and summary["failed_calls"] == summary["calls"] > 0
+    assert summary["error"].startswith("every call failed")
+    qtbot.waitUntil(lambda: panel.badge.status == "failed", timeout=WAIT_MS)
+    assert panel.badge.text() == "✖ failed" and "border: 2px solid #b3261e" in panel.badge.styleSheet()
+    assert "every call failed" in plain(panel.calls_heading.text())
+    assert "✖ Run failed" in plain(panel.progress_label.text()) and "every call failed" in plain(
+        panel.progress_label.text())
+    [run] = [r for r in panel._run_rows if r["id"] == summary["run_id"]]
+    table = panel.runs_table
+    status = table.proxy.index(0, 2)
+    assert status.data() == "✖ failed" and status.data(Qt.ItemDataRole.ForegroundRole).color() == QColor("#b3261e")
+    shown = rows(panel)
+    assert shown and all(r["status"] == "error" for r in shown)
+    assert all(r["cost"] == "unknown" for r in shown)  # never $0
+    headers = [panel.calls_table.proxy.headerData(c, Qt.Orientation.Horizontal)
+               for c in range(panel.calls_table.proxy.columnCount())]
+    col, agent_col = headers.index("Status"), headers.index("Agent")
+    assert panel.calls_table.proxy.index(0, col).data(Qt.ItemDataRole.ForegroundRole).color() == QColor(RED)
+    assert panel.calls_table.proxy.index(0, agent_col).data(Qt.ItemDataRole.ForegroundRole).color() == QColor(GREY)
+    assert run["error"].startswith("every call failed")
+
+    # A failed call's detail: its error, and what the server sent back.
+    assert panel.timeline.select(shown[0]["id"])
+    qtbot.waitUntil(lambda: panel.call_view.call_id == shown[0]["id"], timeout=WAIT_MS)
+    assert panel.call_view.error.isVisible() and "Error" in panel.call_view.error.text()
+    assert panel.call_view.request.toPlainText().count("User") >= 1

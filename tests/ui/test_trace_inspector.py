@@ -1,0 +1,219 @@
+"""The Trace Inspector on a project with a simulated RCP run (plus an unreadable vote) and imported
+corpus ARM traces: filters and full-text search, the R1/R2 diff, audit notes that outlive the
+project being closed, "Open in Trace Inspector", an invalid vote's raw text and reason, and an
+imported trace's stored values beside the recomputed ones."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextDocument
+
+from tests.core.test_records import BAD_VOTE_TEXT, build_project
+from tests.ui.conftest import WAIT_MS
+from workbench.core.project import records, search
+from workbench.core.project.records import RecordFilter
+from workbench.core.project.refs import RecordRef
+from workbench.core.project.store import Store
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    from tests.conftest import CORPUS
+
+    if not (CORPUS / "traces").is_dir():
+        pytest.skip(f"the ARM corpus is absent: expected it at {CORPUS}")
+    path = tmp_path_factory.mktemp("inspector") / "p.rwb"
+    return path, build_project(path, CORPUS)
+
+
+@pytest.fixture
+def project(built, tmp_path):
+    path, ids = built
+    copy = tmp_path / "p.rwb"
+    shutil.copy(path, copy)
+    return copy, ids
+
+
+@pytest.fixture
+def panel(window):
+    return window.panels["traceInspectorPanel"]
+
+
+def expected_keys(path, f: RecordFilter = RecordFilter(), text: str = "") -> list[tuple]:
+    """What the list should show, read straight from the file (LIKE: the reference search)."""
+    store = Store.open(path).reader()
+    try:
+        plan = search.SearchPlan(text, search.LIKE) if text else None
+        return [(r["kind"], r["id"]) for r in records.window(store, f, offset=0, limit=10**6, search=plan)]
+    finally:
+        store.close_connection()
+
+
+def reveal(qtbot, window, panel, ref: RecordRef) -> None:
+    window.model.reveal(ref)
+    qtbot.waitUntil(lambda: panel.detail.detail is not None and panel.detail.detail.id == ref.id
+                    and panel.detail.detail.kind == ref.kind, timeout=WAIT_MS)
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
+
+
+def selected_keys(panel) -> list[tuple]:
+    return [(panel.list.model.row(i.row())["_kind"], panel.list.model.row(i.row())["id"])
+            for i in panel.list.view.selectionModel().selectedRows()]
+
+
+def test_a_filter_and_a_text_search_return_the_expected_rows(qtbot, window, panel, project, open_project):
+    path, ids = project
+    open_project(path)
+    qtbot.waitUntil(lambda: panel.list.model.rowCount() > 0, timeout=WAIT_MS)
+    panel.filter_bar.choose("kind", "trace")
+    panel.filter_bar.choose("agent", "gamma")
+    want = expected_keys(path, RecordFilter(kind="trace", agent="gamma"))
+    assert len(want) == 6 and {ids["gamma_r1"], ids["gamma_r2"], ids["legacy_gamma_r2"]} <= {i for _, i in want}
+    qtbot.waitUntil(lambda: panel.visible_keys() == want, timeout=WAIT_MS)
+    assert panel.list.count_label.text() == "6 rows"
+    panel.filter_bar.choose("protocol", "rcp")  # no gamma in the RCP run
+    qtbot.waitUntil(lambda: panel.visible_keys() == [], timeout=WAIT_MS)
+
+    panel.filter_bar.clear()
+    assert panel.filter_bar.search_mode.text() == "Search: LIKE (slower)"  # no index until someone searches
+    want = expected_keys(path, text="countermeasure")
+    assert want and all(kind == "trace" for kind, _ in want)
+    panel.list.filter.setText("countermeasure")
+    qtbot.waitUntil(lambda: panel.visible_keys() == want, timeout=WAIT_MS)
+    # The first search made the FTS5 index in the project file; the same search now runs on it.
+    qtbot.waitUntil(lambda: panel.filter_bar.search_mode.text() == "Search: FTS5", timeout=WAIT_MS)
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
+    assert panel.visible_keys() == want
+    panel.filter_bar.choose("agent", "gamma")  # the filters and the search combine
+    qtbot.waitUntil(lambda: panel.visible_keys() == [k for k in want if k in
+                                                     expected_keys(path, RecordFilter(agent="gamma"))],
+                    timeout=WAIT_MS)
+    assert panel.visible_keys()
+
+
+def test_the_r1_r2_diff_shows_a_changed_word(qtbot, window, panel, project, open_project):
+    path, ids = project
+    open_project(path)
+    reveal(qtbot, window, panel, RecordRef("trace", ids["gamma_r2"], ids["arm"]))
+    panel.detail.tabs.setCurrentIndex(panel.detail.compare_index)
+    doc: QTextDocument = panel.compare.rounds.document()
+    plain = doc.toPlainText()
+    assert "R1 → R2 for gamma" in plain and "0.85 → 0.7" in plain
+    added = doc.find("refrain")  # R1: "should autonomously deploy"; R2: "should refrain from ... deploying"
+    assert not added.isNull() and added.charFormat().fontUnderline() and not added.charFormat().fontStrikeOut()
+    removed = doc.find("security")  # R1's "The security AI", gone in R2
+    assert not removed.isNull() and removed.charFormat().fontStrikeOut()
+    # Claim, confidence and verdict come first, each marked changed or same.
+    assert plain.index("Claim") < plain.index("Confidence") < plain.index("Verdict") < plain.index("Reasoning")
+    # Two runs side by side, aligned by round and agent.
+    panel.compare.setCurrentIndex(panel.compare.tab_runs)
+    assert panel.compare.choose_other(ids["rerun"])
+    qtbot.waitUntil(lambda: "aligned by round and agent" in panel.compare.runs.toPlainText(), timeout=WAIT_MS)
+    assert "gamma" in panel.compare.runs.toPlainText() and "silent" in panel.compare.runs.toPlainText()
+
+
+def test_an_audit_note_survives_closing_and_reopening_the_project(qtbot, window, panel, project, open_project):
+    path, ids = project
+    open_project(path)
+    ref = RecordRef("trace", ids["gamma_r2"], ids["arm"])
+    reveal(qtbot, window, panel, ref)
+    form = panel.detail.audit
+    assert "No audit notes" in form.history.text()
+    form.buttons["suspect"].setChecked(True)
+    form.note.setPlainText("the claim flips but the gate did not fire")
+    qtbot.mouseClick(form.save, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "the claim flips" in panel.detail.audit.history.text(), timeout=WAIT_MS)
+    assert "audit: suspect" in panel.detail.badges.text()
+    # Undoable through the window's history, and redone.
+    assert window.history.canUndo()
+    window.history.undo()
+    qtbot.waitUntil(lambda: "No audit notes" in panel.detail.audit.history.text(), timeout=WAIT_MS)
+    window.history.redo()
+    qtbot.waitUntil(lambda: "the claim flips" in panel.detail.audit.history.text(), timeout=WAIT_MS)
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
+
+    with qtbot.waitSignal(window.model.closed, timeout=WAIT_MS):
+        window.model.close()
+    assert panel.detail.detail is None
+    open_project(path)
+    reveal(qtbot, window, panel, ref)
+    assert "the claim flips but the gate did not fire" in panel.detail.audit.history.text()
+    panel.filter_bar.choose("audit", "suspect")  # listed in its own filter
+    qtbot.waitUntil(lambda: panel.visible_keys() == [("trace", ids["gamma_r2"])], timeout=WAIT_MS)
+    row = panel.list.model.row(0)
+    assert row["audit"] == "? suspect"
+
+
+def test_open_in_trace_inspector_selects_the_record_and_shows_it(qtbot, window, panel, project, open_project):
+    path, ids = project
+    open_project(path)
+    panel.filter_bar.choose("kind", "call")  # a filter that hides the trace
+    panel.list.filter.setText("Pontevedra")
+    qtbot.waitUntil(lambda: panel.visible_keys() and all(k == "call" for k, _ in panel.visible_keys()),
+                    timeout=WAIT_MS)
+    reveal(qtbot, window, panel, RecordRef("trace", ids["gamma_r2"], ids["arm"]))
+    qtbot.waitUntil(lambda: selected_keys(panel) == [("trace", ids["gamma_r2"])], timeout=WAIT_MS)
+    assert panel.filters == RecordFilter(run=ids["arm"])  # narrowed to the record's run
+    assert panel.filter_bar.combos["run"].currentData() == ids["arm"]
+    assert panel.list.filter.text() == ""
+    assert panel.detail.claim.text().startswith("The AI should refrain from autonomously deploying")
+    assert "reconciler_values_disagreement" in panel.detail.sections["self_check"].text()
+    assert "Original status" in panel.detail.sections["self_check"].text()
+
+    # A record beyond the windows loaded: windows are read until its row is in.
+    panel.filter_bar.clear()
+    panel.list.model.window = 20
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
+    position = expected_keys(path).index(("vote", ids["bad_vote"]))
+    assert position > 3 * 20
+    reveal(qtbot, window, panel, RecordRef("vote", ids["bad_vote"], ids["rcp"]))
+    qtbot.waitUntil(lambda: selected_keys(panel) == [("vote", ids["bad_vote"])], timeout=WAIT_MS)
+    assert panel.filters == RecordFilter()  # it was in the list: nothing narrowed
+
+
+def test_the_detail_of_an_invalid_vote_shows_its_raw_text_and_reason(qtbot, window, panel, project, open_project):
+    path, ids = project
+    open_project(path)
+    reveal(qtbot, window, panel, RecordRef("vote", ids["bad_vote"], ids["rcp"]))
+    sections = panel.detail.sections
+    keys = list(sections)
+    assert keys[:2] == ["why", "raw"]  # the reason and the raw text first
+    assert "neither starts with YES or NO" in sections["why"].text()
+    assert BAD_VOTE_TEXT in sections["raw"].text()
+    assert "invalid" in panel.detail.badges.text() and "SIM" in panel.detail.badges.text()
+    assert panel.detail.claim.text() == "INVALID on r1-a1"
+    # One click away: the fenced request and the raw reply of the call behind it.
+    panel.detail.tabs.setCurrentIndex(panel.detail.tab_call)
+    assert panel.detail.call_view.reply.toPlainText() == BAD_VOTE_TEXT
+    assert "cost" in panel.detail.call_view.summary.text()
+    qtbot.waitUntil(lambda: selected_keys(panel) == [("vote", ids["bad_vote"])], timeout=WAIT_MS)
+    row = panel.list.model.row(panel.list.view.selectionModel().selectedRows()[0].row())
+    assert row["validity"] == "⚠ invalid"
+
+
+def test_stored_versus_recomputed_shows_an_imported_traces_stored_values_with_notes(qtbot, window, panel, project,
+                                                                                     open_project):
+    path, ids = project
+    open_project(path)
+    reveal(qtbot, window, panel, RecordRef("trace", ids["legacy_gamma_r2"], ids["legacy"]))
+    assert panel.detail.tabs.isTabVisible(panel.detail.tab_stored)
+    table = panel.detail.stored
+    rows = {r[0]: r for r in table.rows()}
+    status = rows["r2.gamma.reconciliation_status"]
+    assert table.rows()[0][0].startswith("r2.gamma.") and table.is_bold(0)  # about this trace: first, in bold
+    assert not table.is_bold(len(table.rows()) - 1)
+    assert status[1] == "success" and status[2] == "gamma_flip_detected" and status[4] == "✗"
+    assert "this build had no polarity gate" in status[5] and "under the build's own rule: success (matches)" in status[5]
+    assert rows["convergence"][4] == "✓" and rows["convergence"][3] == "0"
+    assert "older rule" in panel.detail.stored_label.text()
+
+    reveal(qtbot, window, panel, RecordRef("trace", ids["gamma_r2"], ids["arm"]))
+    rows = {r[0]: r for r in panel.detail.stored.rows()}
+    assert rows["embedding_convergence"][1] == "0.7050635040553618"
+    assert rows["embedding_convergence"][4] == "—"
+    assert "not recomputable offline" in rows["embedding_convergence"][5]
+    reveal(qtbot, window, panel, RecordRef("vote", ids["bad_vote"], ids["rcp"]))
+    assert not panel.detail.tabs.isTabVisible(panel.detail.tab_stored)  # only ARM traces have stored values

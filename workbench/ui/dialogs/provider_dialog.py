@@ -1,0 +1,400 @@
+"""Add or edit a provider: a cloud model by its litellm name, or a local server from a preset.
+
+The dialog checks the provider as it is typed with the run configuration's own model
+(:func:`~workbench.core.project.panel_edits.check_provider_record`), names the field at fault
+inline, and can test the connection: one short call through the gateway
+(:func:`~workbench.services.llm.probe.probe_provider`) on a worker, showing "OK: replied in N ms"
+or the provider's own error text.
+
+Keys. A key typed here goes to the OS keyring (service ``resonance-workbench``, user: the
+provider's name) when the dialog is accepted; the project records only the entry's name
+(``key_keyring``). A stored key is never shown again. Where no keyring exists (keyring's fail
+backend, as on a headless machine), the dialog says so and offers an environment variable
+(``key_env``) instead. A key never reaches the project file: the providers table has no column
+for it, and a key-looking value is refused as a variable's name.
+
+Opened through :func:`workbench.ui.prompts.edit_provider`, which tests patch.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout,
+                               QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QRadioButton, QSpinBox,
+                               QVBoxLayout, QWidget)
+
+from workbench.core.errors import InputError
+from workbench.core.limits import MAX_CONCURRENCY, MAX_RETRIES, MAX_RPM, MAX_TIMEOUT_S
+from workbench.services.workers import WorkerPool
+from workbench.ui.widgets.field_check import FieldMessage, css, mark
+
+
+@dataclass(frozen=True)
+class Kind:
+    label: str
+    api_base: str | None  # the preset address
+    prefix: str  # the litellm prefix of its models
+    example: str
+
+
+KINDS: dict[str, Kind] = {
+    "cloud": Kind("Cloud model (litellm name)", None, "", "openai/gpt-4o-mini"),
+    "ollama": Kind("Ollama (local)", "http://127.0.0.1:11434", "ollama/", "ollama/llama3.1"),
+    "vllm": Kind("vLLM (local)", "http://127.0.0.1:8000/v1", "openai/", "openai/Qwen2.5-7B-Instruct"),
+    "llamacpp": Kind("llama.cpp server (local)", "http://127.0.0.1:8080/v1", "openai/", "openai/gemma3-270m"),
+    "lmstudio": Kind("LM Studio (local)", "http://127.0.0.1:1234/v1", "openai/", "openai/qwen2.5-7b-instruct"),
+    "custom": Kind("Other OpenAI-compatible server", "http://127.0.0.1:8000/v1", "openai/", "openai/my-model"),
+    "sim": Kind("Simulated panel (offline)", None, "sim", "sim"),
+}
+KEY_MODES = ("none", "keyring", "env")
+
+
+@dataclass(frozen=True)
+class ProviderEdit:
+    """What the dialog gives back: the provider row, and a key to store in the keyring first
+    (under ``record["key_keyring"]``), if one was typed."""
+
+    record: dict
+    key: str | None = None
+
+
+def kind_of(provider: dict | None) -> str:
+    if not provider:
+        return "cloud"
+    if provider.get("model") == "sim":
+        return "sim"
+    base = (provider.get("api_base") or "").rstrip("/")
+    for key, kind in KINDS.items():
+        if kind.api_base and base == kind.api_base.rstrip("/") and (provider.get("model") or "").startswith(kind.prefix):
+            return key
+    return "custom" if base else "cloud"
+
+
+class ProviderDialog(QDialog):
+    tested = Signal(bool, str)  # ok, the message shown
+    keyring_known = Signal(bool)  # whether a keyring is usable, once checked
+
+    def __init__(self, workers: WorkerPool | None, provider: dict | None = None, taken: set[str] | None = None,
+                 parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("providerDialog")
+        self.setWindowTitle("Edit provider" if provider else "Add provider")
+        self.workers = workers
+        self.original = dict(provider) if provider else None
+        self.taken = set(taken or ()) - ({provider["name"]} if provider else set())
+        self.keyring_available: bool | None = None
+        self.keyring_reason = ""
+        self._probe_cancel: threading.Event | None = None
+        self.testing = False
+
+        self.kind = QComboBox(self)
+        self.kind.setObjectName("providerKind")
+        for key, kind in KINDS.items():
+            self.kind.addItem(kind.label, key)
+        self.name = QLineEdit(self)
+        self.name.setObjectName("providerName")
+        self.model = QLineEdit(self)
+        self.model.setObjectName("providerModel")
+        self.api_base = QLineEdit(self)
+        self.api_base.setObjectName("providerApiBase")
+        self.api_base.setPlaceholderText("none: the provider's own service")
+        self.max_concurrency = QSpinBox(self)
+        self.max_concurrency.setRange(1, MAX_CONCURRENCY)
+        self.max_concurrency.setToolTip("Requests in flight at once to this provider")
+        self.rpm = QSpinBox(self)
+        self.rpm.setRange(0, MAX_RPM)
+        self.rpm.setSpecialValueText("no limit")
+        self.rpm.setToolTip("Requests per 60 s window, retries included")
+        self.timeout = QDoubleSpinBox(self)
+        self.timeout.setRange(0.5, MAX_TIMEOUT_S)
+        self.timeout.setDecimals(1)
+        self.timeout.setSuffix(" s")
+        self.retries = QSpinBox(self)
+        self.retries.setRange(0, MAX_RETRIES)
+        self.messages = {f: FieldMessage(self) for f in ("name", "model", "api_base", "key", "limits")}
+
+        # The key: none, the OS keyring, or an environment variable.
+        self.key_box = QGroupBox("API key", self)
+        self.key_none = QRadioButton("No key (a local server, or litellm finds it)", self.key_box)
+        self.key_keyring = QRadioButton("Store a key in the OS keyring", self.key_box)
+        self.key_env_choice = QRadioButton("Read it from an environment variable", self.key_box)
+        self.key_mode = QButtonGroup(self)
+        for i, button in enumerate((self.key_none, self.key_keyring, self.key_env_choice)):
+            self.key_mode.addButton(button, i)
+        self.key = QLineEdit(self.key_box)
+        self.key.setObjectName("providerKey")
+        self.key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.key.setPlaceholderText("paste the key (it is stored in the keyring, never in the project)")
+        self.key_env = QLineEdit(self.key_box)
+        self.key_env.setObjectName("providerKeyEnv")
+        self.key_env.setPlaceholderText("the variable's NAME, e.g. OPENAI_API_KEY")
+        self.keyring_note = QLabel("Checking for an OS keyring…", self.key_box)
+        self.keyring_note.setObjectName("keyringNote")
+        self.keyring_note.setWordWrap(True)
+        self.stored_note = QLabel(self.key_box)
+        self.stored_note.setWordWrap(True)
+        self.stored_note.setStyleSheet("color: palette(placeholder-text);")
+        self.stored_note.hide()
+        key_layout = QVBoxLayout(self.key_box)
+        key_layout.setSpacing(3)
+        key_layout.addWidget(self.key_none)
+        key_layout.addWidget(self.key_keyring)
+        key_layout.addWidget(self.key)
+        key_layout.addWidget(self.stored_note)
+        key_layout.addWidget(self.keyring_note)
+        key_layout.addWidget(self.key_env_choice)
+        key_layout.addWidget(self.key_env)
+        key_layout.addWidget(self.messages["key"])
+
+        self.test_button = QPushButton("Test connection", self)
+        self.test_button.setObjectName("providerTest")
+        self.test_button.setToolTip("Send one short request (a few tokens) and show the answer or the error")
+        self.test_result = QLabel(self)
+        self.test_result.setObjectName("providerTestResult")
+        self.test_result.setWordWrap(True)
+        self.test_result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel,
+                                        self)
+        self.save_button = self.buttons.button(QDialogButtonBox.StandardButton.Save)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        form.setVerticalSpacing(4)
+        form.addRow("Kind", self.kind)
+        form.addRow("Name", _cell(self, self.name, self.messages["name"]))
+        form.addRow("Model", _cell(self, self.model, self.messages["model"]))
+        form.addRow("API base", _cell(self, self.api_base, self.messages["api_base"]))
+        limits = QHBoxLayout()
+        for label, widget in (("Concurrency", self.max_concurrency), ("RPM", self.rpm), ("Timeout", self.timeout),
+                              ("Retries", self.retries)):
+            limits.addWidget(QLabel(label, self))
+            limits.addWidget(widget)
+        limits.addStretch(1)
+        form.addRow("Limits", limits)
+        form.addRow("", self.messages["limits"])
+        test = QHBoxLayout()
+        test.addWidget(self.test_button)
+        test.addWidget(self.test_result, 1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.key_box)
+        layout.addLayout(test)
+        layout.addWidget(self.buttons)
+
+        self._fill(provider)
+        self.kind.activated.connect(self._on_kind_chosen)
+        for widget in (self.name, self.model, self.api_base, self.key_env, self.key):
+            widget.textEdited.connect(self._on_edited)
+        for spin in (self.max_concurrency, self.rpm, self.retries, self.timeout):
+            spin.valueChanged.connect(self._on_edited)
+        self.key_mode.idToggled.connect(lambda _i, on: on and self._on_edited())
+        self.test_button.clicked.connect(self._on_test_clicked)
+        self._check_keyring()
+        self._on_edited()
+
+    # ----- the form ----------------------------------------------------------------------------
+    def _fill(self, provider: dict | None) -> None:
+        p = provider or {}
+        kind = kind_of(provider)
+        self.kind.setCurrentIndex(self.kind.findData(kind))
+        self.name.setText(p.get("name") or "")
+        self.model.setText(p.get("model") or "")
+        self.api_base.setText(p.get("api_base") or "")
+        self.max_concurrency.setValue(int(p.get("max_concurrency") or 4))
+        self.rpm.setValue(int(p.get("rpm") or 0))
+        self.timeout.setValue(float(p.get("timeout_s") or 60.0))
+        self.retries.setValue(int(p["max_retries"]) if p.get("max_retries") is not None else 3)
+        self.key_env.setText(p.get("key_env") or "")
+        if p.get("key_keyring"):
+            self.key_keyring.setChecked(True)
+            self.stored_note.setText(f"A key is stored in the keyring entry “{p['key_keyring']}”; it is never shown. "
+                                     "Type a new key to replace it, or leave the box empty to keep it.")
+            self.stored_note.show()
+        elif p.get("key_env"):
+            self.key_env_choice.setChecked(True)
+        else:
+            self.key_none.setChecked(True)
+        if provider is None:
+            self._on_kind_chosen()
+        self._sync_enabled()
+
+    def _on_kind_chosen(self, *_args) -> None:
+        kind = KINDS[self.kind.currentData()]
+        model = self.model.text().strip()
+        if kind.prefix == "sim":
+            self.model.setText("sim")
+            self.api_base.setText("")
+            self.key_none.setChecked(True)
+        else:
+            rest = model.split("/", 1)[1] if "/" in model else ("" if model == "sim" else model)
+            if kind.prefix:
+                self.model.setText(kind.prefix + rest)
+            elif model == "sim":
+                self.model.setText("")
+            self.api_base.setText(kind.api_base or "")
+            if kind.api_base and self.key_mode.checkedId() < 0:
+                self.key_none.setChecked(True)
+        self.model.setPlaceholderText(kind.example)
+        if not self.name.text().strip():
+            base = "sim" if kind.prefix == "sim" else self.kind.currentData()
+            name, n = base, 2
+            while name in self.taken:
+                name, n = f"{base}{n}", n + 1
+            self.name.setText(name)
+        self._sync_enabled()
+        self._on_edited()
+
+    def _sync_enabled(self) -> None:
+        sim = self.kind.currentData() == "sim"
+        for widget in (self.api_base, self.key_box, self.test_button, self.max_concurrency, self.rpm, self.timeout,
+                       self.retries):
+            widget.setEnabled(not sim)
+        self.model.setReadOnly(sim)
+        keyring_ok = self.keyring_available is True
+        self.key_keyring.setEnabled(keyring_ok and not sim)
+        self.key.setEnabled(keyring_ok and self.key_keyring.isChecked())
+        self.key_env.setEnabled(self.key_env_choice.isChecked())
+
+    def record(self) -> dict:
+        """The provider row as the form holds it (not yet checked)."""
+        mode = KEY_MODES[max(self.key_mode.checkedId(), 0)]
+        keyring_entry = None
+        if mode == "keyring":
+            keyring_entry = (self.original or {}).get("key_keyring") if not self.key.text() else None
+            keyring_entry = keyring_entry or self.name.text().strip()
+        return {"name": self.name.text().strip(), "model": self.model.text().strip(),
+                "api_base": self.api_base.text().strip() or None,
+                "key_env": self.key_env.text().strip() or None if mode == "env" else None,
+                "key_keyring": keyring_entry, "max_concurrency": self.max_concurrency.value(),
+                "rpm": self.rpm.value() or None, "timeout_s": float(self.timeout.value()),
+                "max_retries": self.retries.value()}
+
+    def check(self) -> dict | None:
+        """The checked row, or None with the field at fault marked inline."""
+        from workbench.core.project.panel_edits import check_provider_record
+
+        for f, label in self.messages.items():
+            label.show_message(None)
+        for widget in (self.name, self.model, self.api_base, self.key_env, self.key):
+            mark(widget, None)
+        record = self.record()
+        problem: tuple[str, str] | None = None
+        if record["name"] in self.taken:
+            problem = ("name", f"a provider named {record['name']!r} already exists")
+        elif record["key_env"] is None and KEY_MODES[max(self.key_mode.checkedId(), 0)] == "env":
+            problem = ("key", "name the environment variable that holds the key")
+        elif (KEY_MODES[max(self.key_mode.checkedId(), 0)] == "keyring" and not self.key.text()
+              and not (self.original or {}).get("key_keyring")):
+            problem = ("key", "paste the key to store in the keyring")
+        else:
+            try:
+                record = check_provider_record(record)
+            except InputError as exc:
+                field = {"api_key_env": "key", "key_keyring": "key"}.get(exc.field, exc.field)
+                problem = (field if field in self.messages else "limits", exc.message)
+        if problem is None:
+            return record
+        field, message = problem
+        self.messages[field].show_message("error", message)
+        widget = {"name": self.name, "model": self.model, "api_base": self.api_base,
+                  "key": self.key_env if self.key_env_choice.isChecked() else self.key}.get(field)
+        if widget is not None:
+            mark(widget, "error")
+        return None
+
+    def edit(self) -> ProviderEdit | None:
+        """What was entered, once accepted; the typed key is taken out of the form."""
+        record = self.check()
+        if record is None:
+            return None
+        key = self.key.text() if self.key_keyring.isChecked() and self.key.text() else None
+        self.key.clear()
+        return ProviderEdit(record, key)
+
+    def _on_edited(self, *_args) -> None:
+        self._sync_enabled()
+        self.save_button.setEnabled(self.check() is not None)
+
+    def accept(self) -> None:
+        if self.check() is not None:
+            super().accept()
+
+    def done(self, result: int) -> None:
+        if self._probe_cancel is not None:
+            self._probe_cancel.set()
+        super().done(result)
+
+    # ----- the keyring ---------------------------------------------------------------------------
+    def _check_keyring(self) -> None:
+        from workbench.services.llm.keystore import keyring_status
+
+        if self.workers is None:
+            self._on_keyring_status(keyring_status())
+        else:
+            self.workers.start("check the keyring", lambda _cancel: keyring_status(), self._on_keyring_status,
+                               lambda error: self._on_keyring_status(None))
+
+    def _on_keyring_status(self, status) -> None:
+        self.keyring_available = bool(status and status.available)
+        if self.keyring_available:
+            self.keyring_note.setText(f"Keys go to the OS keyring ({status.backend}), service "
+                                      "“resonance-workbench”; the project records only the entry's name.")
+            self.keyring_note.setStyleSheet("color: palette(placeholder-text);")
+        else:
+            reason = status.reason if status else "the keyring could not be checked"
+            self.keyring_reason = reason
+            self.keyring_note.setText(f"{reason[0].upper()}{reason[1:]}, so a key cannot be stored here. Name an "
+                                      "environment variable that holds the key instead (set it before starting "
+                                      "the workbench).")
+            self.keyring_note.setStyleSheet(f"color: {css('warning')};")
+            if self.key_keyring.isChecked() and not (self.original or {}).get("key_keyring"):
+                self.key_env_choice.setChecked(True)
+        self._sync_enabled()
+        self._on_edited()
+        self.keyring_known.emit(self.keyring_available)
+
+    # ----- test connection -----------------------------------------------------------------------
+    def _on_test_clicked(self) -> None:
+        record = self.check()
+        if record is None or self.testing:
+            return
+        key = self.key.text() if self.key_keyring.isChecked() and self.key.text() else None
+        cancel = self._probe_cancel = threading.Event()
+        self.testing = True
+        self.test_button.setEnabled(False)
+        self.test_result.setStyleSheet("")
+        self.test_result.setText("Testing…")
+
+        def job(_cancel: threading.Event):
+            from workbench.services.llm.probe import probe_provider
+
+            return probe_provider(record, api_key=key, cancel=cancel)
+
+        if self.workers is None:
+            self._on_tested(job(cancel))
+        else:
+            self.workers.start(f"test provider {record['name']}", job, self._on_tested, self._on_test_failed)
+
+    def _on_tested(self, result) -> None:
+        self.testing = False
+        self.test_button.setEnabled(self.kind.currentData() != "sim")
+        level = "ok" if result.ok else "error"
+        self.test_result.setText(("✔ " if result.ok else "✖ ") + result.message)
+        self.test_result.setStyleSheet(f"color: {css(level)};")
+        self.tested.emit(result.ok, result.message)
+
+    def _on_test_failed(self, error) -> None:
+        from workbench.services.llm.probe import ProbeResult
+
+        self._on_tested(ProbeResult(False, error.message))
+
+
+def _cell(parent: QWidget, field: QWidget, message: FieldMessage) -> QWidget:
+    from workbench.ui.widgets.cluster_editor import field_cell
+
+    return field_cell(parent, field, message)

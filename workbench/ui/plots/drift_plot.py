@@ -1,0 +1,260 @@
+"""ARM drift: a slope chart of each agent's confidence from round 1 to round 2, and the drift
+itself against FORMAT.md's bands; composed with the convergence chart into one figure per run,
+and with the distribution and ROC charts into one figure per batch (each exports whole).
+
+- Slope chart: alpha and beta go from their round-1 to their round-2 confidence; gamma's drift is
+  measured against the silent baseline (SPEC §4), so the baseline is a star at round 1 and a
+  dashed line joins it to gamma's round 2. At each round-2 end a translucent bar covers
+  [reference, reference + 0.04]: within it a rise is a "minor shift", above it an "upward shift"
+  (the +0.04 band). FAP re-runs are hollow markers at round 2; gate firings are flagged beside
+  the agent (⚑ polarity gate on gamma; FAP on an agent whose self-reported delta exceeds 0.04).
+- Drift chart: each agent's harness delta as a bar over the bands (-0.15, 0, +0.04), with the
+  self-reported delta as a hollow diamond (a gap over 0.02 is a delta_mismatch).
+
+The bands are descriptive: ARM's author withdrew drift as a contamination detector (SPEC §4).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush
+
+from workbench.ui import theme
+from workbench.ui.plots.convergence_plot import ConvergenceChart, DistributionChart
+from workbench.ui.plots.roc_plot import RocChart
+from workbench.ui.plots.style import (ROLE_SYMBOLS, background, foreground, html, muted, pen, pg, role_colour,
+                                      style_plot, text_item, with_alpha)
+
+pyqtgraph = pg()
+
+ROLES = ("alpha", "beta", "gamma")
+GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "silent": "silent"}
+OFFSET = {"alpha": -0.035, "beta": 0.0, "gamma": 0.035}  # keeps lines apart at equal confidences
+UP, DOWN = 0.04, -0.15
+
+
+class SlopeChart:
+    def __init__(self, plot: Any):
+        self.plot = plot
+        style_plot(plot, left="self-reported confidence")
+        plot.setMouseEnabled(x=False, y=False)
+        plot.setXRange(-0.75, 2.2, padding=0)
+        plot.getAxis("bottom").setTicks([[(0, "round 1"), (1, "round 2")]])
+        self.bands = pyqtgraph.BarGraphItem(x=[1], y0=[0], height=[0], width=0.07,
+                                            brush=QBrush(with_alpha(theme.colour("warning"), 60)), pen=pen(muted(), 0))
+        self.bands.setZValue(-5)
+        plot.addItem(self.bands)
+        self.lines: dict[str, Any] = {}
+        self.labels: dict[str, Any] = {}
+        for role in ROLES:
+            c = role_colour(role)
+            line = pyqtgraph.PlotDataItem([], [], pen=pen(c, 2.4), symbol=ROLE_SYMBOLS[role], symbolSize=11,
+                                          symbolPen=pen(c.darker(140), 1), symbolBrush=c)
+            plot.addItem(line)
+            self.lines[role] = line
+            label = pyqtgraph.TextItem(anchor=(0, 0))
+            plot.addItem(label)
+            self.labels[role] = label
+        sc = role_colour("silent")
+        self.silent = pyqtgraph.ScatterPlotItem(pxMode=True, symbol="star", size=17, pen=pen(sc.darker(150), 1),
+                                                brush=QBrush(sc))
+        self.silent.setZValue(6)
+        plot.addItem(self.silent)
+        self.silent_link = pyqtgraph.PlotDataItem([], [], pen=pen(sc, 1.6, Qt.PenStyle.DashLine))
+        plot.addItem(self.silent_link)
+        self.silent_label = pyqtgraph.TextItem(anchor=(1, 0.5))
+        plot.addItem(self.silent_label)
+        self.retries = pyqtgraph.ScatterPlotItem(pxMode=True, symbol="o", size=9, pen=pen(foreground(), 1.4),
+                                                 brush=QBrush(Qt.BrushStyle.NoBrush))
+        plot.addItem(self.retries)
+        self.data: dict[str, tuple[float | None, float | None]] = {}
+
+    def set_run(self, run: Any) -> None:
+        """``run``: a :class:`workbench.core.project.drift.RunDrift`."""
+        ys: list[float] = []
+        placed: list[tuple[float, int, Any]] = []  # (y, lines, label): spread apart once the range is known
+        band_x, band_y0, band_h, band_brushes = [], [], [], []
+        retry_x, retry_y = [], []
+        self.data = {}
+        for role in ROLES:
+            agent = run.agents.get(role)
+            line, label = self.lines[role], self.labels[role]
+            if agent is None:
+                line.setData([], [])
+                label.hide()
+                continue
+            self.data[role] = (agent.cr1, agent.cr2)
+            x0, x1 = 0 + OFFSET[role], 1 + OFFSET[role]
+            pts = [(x, y) for x, y in ((x0, agent.cr1), (x1, agent.cr2)) if y is not None]
+            line.setData([p[0] for p in pts], [p[1] for p in pts])
+            ys += [p[1] for p in pts]
+            ref = agent.baseline if role == "gamma" else agent.cr1
+            if ref is not None:
+                band_x.append(x1)
+                band_y0.append(ref)
+                band_h.append(UP)
+                band_brushes.append(QBrush(with_alpha(role_colour(role), 55)))
+                ys += [ref, ref + UP]
+            delta = "—" if agent.delta is None else f"{agent.delta:+.2f}"
+            against = " vs baseline" if role == "gamma" else ""
+            cr1 = "—" if agent.cr1 is None else f"{agent.cr1:.2f}"
+            cr2 = "—" if agent.cr2 is None else f"{agent.cr2:.2f}"
+            marks = []
+            if role == "gamma" and run.polarity_gate:
+                marks.append("⚑ polarity gate")
+            if agent.fap:
+                marks.append("FAP" if role != "gamma" else "γ drift > 0.04")
+            if agent.mismatch:
+                marks.append("Δ mismatch")
+            text = html(f"{GREEK[role]} {cr1} → {cr2}<br>Δ {delta}{against}", role_colour(role), size="8pt")
+            for mark in marks:
+                text += "<br>" + html(mark, theme.colour("error"), bold=True, size="8pt")
+            label.setHtml(text)
+            placed.append((agent.cr2 if agent.cr2 is not None else (agent.cr1 or 0.5), 2 + len(marks), label))
+            label.show()
+            for value in agent.retries:
+                if value is not None:
+                    retry_x.append(x1 + 0.05)
+                    retry_y.append(value)
+                    ys.append(value)
+        if band_x:
+            self.bands.setOpts(x=band_x, y0=band_y0, height=band_h, brushes=band_brushes, width=0.07)
+            self.bands.show()
+        else:
+            self.bands.hide()
+        self.retries.setData(x=retry_x, y=retry_y)
+        gamma = run.agents.get("gamma")
+        if run.silent is not None:
+            self.silent.setData(x=[0], y=[run.silent])
+            ys.append(run.silent)
+            who = f" ({run.silent_agent} draw)" if run.silent_agent and run.silent_agent != "gamma" else ""
+            self.silent_label.setHtml(html(f"silent baseline{who}<br>{run.silent:.2f}", role_colour("silent"),
+                                           size="8pt"))
+            self.silent_label.setPos(-0.07, run.silent)
+            self.silent_label.show()
+            if gamma is not None and gamma.cr2 is not None:
+                self.silent_link.setData([0, 1 + OFFSET["gamma"]], [run.silent, gamma.cr2])
+            else:
+                self.silent_link.setData([], [])
+        else:
+            self.silent.setData(x=[], y=[])
+            self.silent_link.setData([], [])
+            self.silent_label.hide()
+        if ys:
+            lo, hi = min(ys), max(ys)
+            pad = max((hi - lo) * 0.15, 0.04)
+            lo, hi = max(lo - pad, -0.02), min(hi + pad, 1.02)
+            self.plot.setYRange(lo, hi, padding=0)
+            line_h = (hi - lo) * 0.042  # about one 8pt line at a usual plot height
+            floor = None
+            for y, lines, label in sorted(placed, key=lambda p: -p[0]):
+                top = y + line_h * 0.8 if floor is None else min(y + line_h * 0.8, floor)
+                label.setPos(1.08, top)
+                floor = top - lines * line_h
+        title = "Confidence, round 1 → round 2 (bars: the +0.04 band)"
+        if run.fap_abort:
+            title += " · FAP: γ round 2 aborted (silent baseline failed)"
+        self.plot.setTitle(html(title, size="9pt"))
+
+
+class DeltaChart:
+    def __init__(self, plot: Any):
+        self.plot = plot
+        style_plot(plot, left="drift Δ (γ: against the silent baseline)")
+        plot.setMouseEnabled(x=False, y=False)
+        plot.setXRange(-0.6, 2.6, padding=0)
+        plot.getAxis("bottom").setTicks([[(i, GREEK[r]) for i, r in enumerate(ROLES)]])
+        warn = theme.colour("warning")
+        self.up = pyqtgraph.LinearRegionItem(values=(UP, 1), orientation="horizontal", movable=False,
+                                             brush=QBrush(with_alpha(warn, 45)), pen=pen(warn, 0))
+        self.minor = pyqtgraph.LinearRegionItem(values=(0, UP), orientation="horizontal", movable=False,
+                                                brush=QBrush(with_alpha(warn, 22)), pen=pen(warn, 0))
+        self.down = pyqtgraph.LinearRegionItem(values=(-1, DOWN), orientation="horizontal", movable=False,
+                                               brush=QBrush(with_alpha(theme.colour("info"), 30)), pen=pen(muted(), 0))
+        for region in (self.up, self.minor, self.down):
+            region.setZValue(-10)
+            plot.addItem(region, ignoreBounds=True)
+        for value, words in ((UP, "+0.04: upward shift above"), (0.0, "0"), (DOWN, "−0.15: large downward shift below")):
+            line = pyqtgraph.InfiniteLine(pos=value, angle=0, pen=pen(muted(), 1, Qt.PenStyle.DashLine))
+            plot.addItem(line, ignoreBounds=True)
+            text = text_item(words, muted(), size="7pt", anchor=(0, 1))
+            text.setPos(-0.58, value)
+            plot.addItem(text, ignoreBounds=True)
+        self.bars = pyqtgraph.BarGraphItem(x=[0], height=[0], width=0.5, brush=QBrush(muted()))
+        plot.addItem(self.bars)
+        self.reported = pyqtgraph.ScatterPlotItem(pxMode=True, symbol="d", size=11, pen=pen(foreground(), 1.5),
+                                                  brush=QBrush(Qt.BrushStyle.NoBrush))
+        self.reported.setZValue(5)
+        plot.addItem(self.reported)
+        self.deltas: dict[str, float | None] = {}
+
+    def set_run(self, run: Any) -> None:
+        xs, heights, brushes, rx, ry, ys = [], [], [], [], [], [UP, DOWN, 0.0]
+        self.deltas = {}
+        for i, role in enumerate(ROLES):
+            agent = run.agents.get(role)
+            delta = agent.delta if agent else None
+            self.deltas[role] = delta
+            if delta is not None:
+                xs.append(i)
+                heights.append(delta)
+                brushes.append(QBrush(role_colour(role)))
+                ys.append(delta)
+            if agent is not None and agent.reported is not None:
+                rx.append(i)
+                ry.append(agent.reported)
+                ys.append(agent.reported)
+        if xs:
+            self.bars.setOpts(x=xs, height=heights, brushes=brushes, width=0.5)
+            self.bars.show()
+        else:
+            self.bars.hide()
+        self.reported.setData(x=rx, y=ry)
+        lo, hi = min(ys), max(ys)
+        pad = max((hi - lo) * 0.15, 0.02)
+        self.plot.setYRange(lo - pad, hi + pad, padding=0)
+        self.plot.setTitle(html("Drift and its bands (◇ self-reported)", size="9pt"))
+
+
+class RunDriftFigure(pyqtgraph.GraphicsLayoutWidget):
+    """One ARM run: slope chart, drift bands, convergence (exported together)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("RunDriftFigure")
+        self.setBackground(background())
+        self.slope = SlopeChart(self.addPlot(row=0, col=0))
+        self.delta = DeltaChart(self.addPlot(row=0, col=1))
+        self.convergence = ConvergenceChart(self.addPlot(row=0, col=2))
+        self.convergence.plot.setTitle(html("Round-1 convergence", size="9pt"))
+        layout = self.ci.layout
+        layout.setColumnStretchFactor(0, 5)
+        layout.setColumnStretchFactor(1, 3)
+        layout.setColumnStretchFactor(2, 3)
+
+    def set_run(self, run: Any) -> None:
+        self.slope.set_run(run)
+        self.delta.set_run(run)
+        self.convergence.set_values(run.convergence)
+
+    def export_item(self) -> Any:
+        return self.scene()
+
+
+class BatchFigure(pyqtgraph.GraphicsLayoutWidget):
+    """A batch: the chosen value's distribution per group, and the ROC against contamination."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("BatchFigure")
+        self.setBackground(background())
+        self.distribution = DistributionChart(self.addPlot(row=0, col=0))
+        self.roc = RocChart(self.addPlot(row=0, col=1))
+        layout = self.ci.layout
+        layout.setColumnStretchFactor(0, 3)
+        layout.setColumnStretchFactor(1, 2)
+
+    def export_item(self) -> Any:
+        return self.scene()

@@ -1,0 +1,224 @@
+"""One look for every widget: the light and dark themes, the zoom, and the bundled fonts.
+
+- **Themes** are QPalettes on the Fusion style, so every widget follows, stylesheets that say
+  ``palette(...)`` included. Body text is at least 7:1 against its background in both themes,
+  so both read on a projector (``tests/ui/test_app_shell.py`` computes every ratio).
+- **Colours with a meaning** (a run's status, a notice's level, the tiers of UI.md) come from
+  :func:`colour`, per theme: a colour readable on white is often unreadable on near-black.
+  The tier colours stay apart for colour-blind readers too (checked under simulated
+  protanopia, deuteranopia and tritanopia), and UI.md still pairs each with a shape.
+- **Zoom** scales the application font (every widget that does not set its own); plots read the
+  window's ``zoom`` and listen to its ``zoom_changed``.
+- **Fonts**: DejaVu Sans and "Workbench Symbols" are loaded from ``resources/fonts`` and placed
+  after the system's default family, so every glyph the UI draws exists even on a bare machine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QCoreApplication, QEvent, QSize
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QIcon, QPalette
+
+RESOURCES = Path(__file__).resolve().parents[2] / "resources"
+FONT_DIR = RESOURCES / "fonts"
+FONT_FILES = ("DejaVuSans.ttf", "DejaVuSans-Bold.ttf", "WorkbenchSymbols.ttf")
+ICON_FILE = RESOURCES / "icons" / "workbench.svg"
+
+THEMES = {"light": "&Light", "dark": "&Dark"}
+DEFAULT_THEME = "light"
+MIN_BODY_CONTRAST = 7.0  # body text against its background (WCAG AAA), for projectors
+
+Role = QPalette.ColorRole
+_ROLES = ("Window", "WindowText", "Base", "AlternateBase", "Text", "Button", "ButtonText", "BrightText",
+          "Light", "Midlight", "Mid", "Dark", "Shadow", "Highlight", "HighlightedText", "Link", "LinkVisited",
+          "ToolTipBase", "ToolTipText", "PlaceholderText", "Accent")
+
+PALETTES: dict[str, dict[str, str]] = {
+    "light": {
+        "Window": "#f4f4f4", "WindowText": "#1a1a1a", "Base": "#ffffff", "AlternateBase": "#f0f0f0",
+        "Text": "#141414", "Button": "#e4e4e4", "ButtonText": "#141414", "BrightText": "#ffffff",
+        "Light": "#ffffff", "Midlight": "#ececec", "Mid": "#b0b0b0", "Dark": "#8c8c8c", "Shadow": "#5a5a5a",
+        "Highlight": "#1f4f8a", "HighlightedText": "#ffffff", "Link": "#0b4a94", "LinkVisited": "#5b2a86",
+        "ToolTipBase": "#ffffe1", "ToolTipText": "#141414", "PlaceholderText": "#474747", "Accent": "#1f4f8a",
+    },
+    "dark": {
+        # Fields and tables a step lighter than the window: Fusion's outlines are the window
+        # colour darkened, which a dark window hardly shows.
+        "Window": "#1c1c1c", "WindowText": "#e8e8e8", "Base": "#262626", "AlternateBase": "#2e2e2e",
+        "Text": "#f0f0f0", "Button": "#333333", "ButtonText": "#f0f0f0", "BrightText": "#ffffff",
+        "Light": "#4a4a4a", "Midlight": "#3c3c3c", "Mid": "#5c5c5c", "Dark": "#141414", "Shadow": "#000000",
+        "Highlight": "#24528a", "HighlightedText": "#ffffff", "Link": "#8cc4ff", "LinkVisited": "#c8a8ff",
+        "ToolTipBase": "#333333", "ToolTipText": "#f0f0f0", "PlaceholderText": "#bdbdbd", "Accent": "#24528a",
+    },
+}
+# Disabled widgets are dimmed on purpose (they need not reach 7:1).
+DISABLED: dict[str, dict[str, str]] = {
+    "light": {"WindowText": "#8a8a8a", "Text": "#8a8a8a", "ButtonText": "#8a8a8a", "Highlight": "#9a9a9a",
+              "PlaceholderText": "#9a9a9a"},
+    "dark": {"WindowText": "#7a7a7a", "Text": "#7a7a7a", "ButtonText": "#7a7a7a", "Highlight": "#3a3a3a",
+             "PlaceholderText": "#6a6a6a"},
+}
+# Body text and the background it sits on: each pair reaches MIN_BODY_CONTRAST in both themes.
+BODY_TEXT = (("WindowText", "Window"), ("Text", "Base"), ("Text", "AlternateBase"), ("ButtonText", "Button"),
+             ("ToolTipText", "ToolTipBase"), ("HighlightedText", "Highlight"), ("PlaceholderText", "Window"),
+             ("PlaceholderText", "Base"), ("Link", "Base"), ("LinkVisited", "Base"))
+
+# Colours that mean something, as text or glyphs on the window or a table (>= 4.5:1 on both).
+COLOURS: dict[str, dict[str, str]] = {
+    "light": {"ok": "#1b6e20", "warning": "#8a5300", "error": "#b3261e", "info": "#1f5fa8",
+              "muted": "#5f5f5f", "sim": "#6b4fbb", "accent": "#1f5fa8"},
+    "dark": {"ok": "#6fcf75", "warning": "#f0b44c", "error": "#ff7a70", "info": "#7fb3f0",
+             "muted": "#a8a8a8", "sim": "#b39ddb", "accent": "#7fb3f0"},
+}
+# The tiers of UI.md: green, orange (solid for positive polar, hatched or outlined for negative
+# polar), red, grey (hollow when no vote was cast). Chosen by their distance in CIELAB under
+# normal vision and simulated colour blindness, and >= 3:1 against the table's background.
+TIERS: dict[str, dict[str, str]] = {
+    "light": {"positive_consensus": "#2b9656", "positive_polar": "#c47000", "negative_polar": "#c47000",
+              "negative_consensus": "#a3121f", "unclassified": "#5f5f5f", "invalid": "#5f5f5f"},
+    "dark": {"positive_consensus": "#5ae894", "positive_polar": "#d47b12", "negative_polar": "#d47b12",
+             "negative_consensus": "#f04a64", "unclassified": "#cfcfcf", "invalid": "#cfcfcf"},
+}
+
+ZOOM_STEPS = (0.75, 0.85, 1.0, 1.15, 1.3, 1.5, 1.75, 2.0, 2.5)
+ZOOM_MIN, ZOOM_MAX = ZOOM_STEPS[0], ZOOM_STEPS[-1]
+
+
+class _State:
+    theme = DEFAULT_THEME
+    zoom = 1.0
+    base_font: QFont | None = None  # the platform's default, before any zoom
+    families: list[str] | None = None  # the bundled families, once loaded
+
+
+# ----- colours ---------------------------------------------------------------------------------
+def _linear(channel: int) -> float:
+    c = channel / 255
+    return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+
+def luminance(colour: str | QColor) -> float:
+    """WCAG relative luminance of a colour (``#rrggbb`` or a QColor)."""
+    c = QColor(colour)
+    return 0.2126 * _linear(c.red()) + 0.7152 * _linear(c.green()) + 0.0722 * _linear(c.blue())
+
+
+def contrast(a: str | QColor, b: str | QColor) -> float:
+    """WCAG contrast ratio of two colours, from 1 to 21."""
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def current_theme() -> str:
+    return _State.theme
+
+
+def colour(key: str, theme: str | None = None) -> QColor:
+    """A colour with a meaning in the current (or given) theme: a semantic key of
+    :data:`COLOURS` (ok, warning, error, info, muted, sim, accent) or a tier of :data:`TIERS`."""
+    name = theme or _State.theme
+    table = COLOURS[name] if key in COLOURS[name] else TIERS[name]
+    return QColor(table[key])
+
+
+def css(key: str, theme: str | None = None) -> str:
+    """:func:`colour` as ``#rrggbb``, for stylesheets and rich text."""
+    return colour(key, theme).name()
+
+
+def palette(theme: str) -> QPalette:
+    pal = QPalette()
+    groups = (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive, QPalette.ColorGroup.Disabled)
+    for role in _ROLES:
+        value = QColor(PALETTES[theme][role])
+        for group in groups:
+            pal.setColor(group, getattr(Role, role), value)
+    for role, value in DISABLED[theme].items():
+        pal.setColor(QPalette.ColorGroup.Disabled, getattr(Role, role), QColor(value))
+    return pal
+
+
+# ----- installing ------------------------------------------------------------------------------
+def load_fonts() -> list[str]:
+    """Register the bundled fonts (once) and return their families."""
+    if _State.families is None:
+        families: list[str] = []
+        for name in FONT_FILES:
+            font_id = QFontDatabase.addApplicationFont(str(FONT_DIR / name))
+            for family in QFontDatabase.applicationFontFamilies(font_id) if font_id >= 0 else ():
+                if family not in families:
+                    families.append(family)
+        _State.families = families
+    return list(_State.families)
+
+
+def install(app: QGuiApplication) -> None:
+    """Fusion, the bundled fonts after the system's family, the window icon. Idempotent."""
+    if _State.base_font is None:
+        _State.base_font = QFont(app.font())
+        load_fonts()
+        if hasattr(app, "setStyle"):
+            app.setStyle("Fusion")
+        if ICON_FILE.exists():
+            icon = QIcon(str(ICON_FILE))
+            icon.addFile(str(ICON_FILE), QSize(64, 64))
+            app.setWindowIcon(icon)
+        _apply_font(app)
+
+
+def font_families() -> list[str]:
+    """The application font's families: the system's default first, then the bundled ones."""
+    base = _State.base_font.family() if _State.base_font is not None else QFont().family()
+    return [base] + [f for f in (_State.families or []) if f != base]
+
+
+def apply_theme(app: QGuiApplication, theme: str) -> str:
+    theme = theme if theme in PALETTES else DEFAULT_THEME
+    install(app)
+    _State.theme = theme
+    app.setPalette(palette(theme))
+    # Qt posts the change to each window; deliver it now, so every widget (and whatever reads a
+    # colour right after) has the new palette when this returns.
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.ApplicationPaletteChange)
+    return theme
+
+
+def apply_zoom(app: QGuiApplication, factor: float) -> float:
+    """Scale the application font by ``factor`` (clamped to the zoom range); returns it."""
+    install(app)
+    _State.zoom = clamp_zoom(factor)
+    _apply_font(app)
+    return _State.zoom
+
+
+def current_zoom() -> float:
+    return _State.zoom
+
+
+def clamp_zoom(factor: float) -> float:
+    try:
+        value = float(factor)
+    except (TypeError, ValueError):
+        return 1.0
+    return min(max(value, ZOOM_MIN), ZOOM_MAX) if value == value else 1.0
+
+
+def zoom_step(factor: float, direction: int) -> float:
+    """The next zoom step up (``direction`` > 0) or down from ``factor``."""
+    if direction > 0:
+        return next((z for z in ZOOM_STEPS if z > factor + 1e-6), ZOOM_MAX)
+    return next((z for z in reversed(ZOOM_STEPS) if z < factor - 1e-6), ZOOM_MIN)
+
+
+def base_point_size() -> float:
+    base = _State.base_font or QFont()
+    return base.pointSizeF() if base.pointSizeF() > 0 else 10.0
+
+
+def _apply_font(app: QGuiApplication) -> None:
+    font = QFont(_State.base_font or app.font())
+    font.setFamilies(font_families())
+    font.setPointSizeF(round(base_point_size() * _State.zoom, 2))
+    app.setFont(font)
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.ApplicationFontChange)
