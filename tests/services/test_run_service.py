@@ -292,3 +292,23 @@ def test_manual_agents_give_up_when_the_run_is_cancelled(qtbot):
     thread.join(5)
     assert withdrawn.args == ["k"] and result == [None]
     assert not manual.answer("k", "too late") and manual.pending() == []
+
+
+def test_nothing_is_emitted_from_a_run_thread_after_shutdown(qtbot, model):
+    """A thread that outlives shutdown (its wait timed out) emits nothing into the service, which
+    the window may delete once shutdown returns."""
+    from workbench.services.runs.runner import CallEvent, RunProgress
+
+    service = RunService(model, QtManualAgents())
+    heard: list = []
+    for signal in (service._calls_ready, service._progress_ready, service._created):
+        signal.connect(lambda *a: heard.append(a))
+    assert service.shutdown()
+    thread = threading.Thread(target=lambda: (
+        service._report_call(CallEvent("started", "r", "k", "a1", "vote", 1, "vote")),
+        service._report(RunProgress("r", "vote", 0, 1, 0, None)),
+        service._emit(service._created, "r")))
+    thread.start()
+    thread.join(5)
+    qtbot.wait(50)
+    assert heard == [] and not service.start(1)

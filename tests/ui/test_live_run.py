@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QApplication
 
 from tests.services.test_run_service import DEMO_CALLS, cons_config, demo_project, read, slow_sim
 from tests.ui.conftest import WAIT_MS
+from tests.ui.live_run_helpers import click, click_run
 from workbench.core.project.store import Store, utc_now
 from workbench.services.workers import live_workers
 from workbench.ui.panels.live_run_panel import GREY, SIM_NOTE
@@ -100,7 +101,7 @@ def test_cancel_mid_run_then_resume_finishes_without_duplicate_calls(
     path = demo_project(tmp_path, dispatch="sequential")
     open_project(path)
     panel = panel_of(window)
-    panel.start_button.click()
+    click(qtbot, panel.start_button)
     qtbot.waitUntil(lambda: window.runs.last_progress is not None and window.runs.last_progress.done == 4,
                     timeout=WAIT_MS)
     assert window.progress.format().startswith("4/6 calls, 0 failed")
@@ -112,7 +113,7 @@ def test_cancel_mid_run_then_resume_finishes_without_duplicate_calls(
     run_id = stopped.args[0]["run_id"]
     qtbot.waitUntil(lambda: bool(table_rows(panel.runs_table)) and
                     table_rows(panel.runs_table)[0]["status"] == "interrupted", timeout=WAIT_MS)
-    panel.select_run(run_id)
+    click_run(qtbot, panel, run_id)
     assert panel.resume_button.isEnabled()
     assert not window.progress.isVisible()
     assert any(n.level == "warning" and "Resume" in n.text for n in window.notices.messages)
@@ -142,7 +143,7 @@ def test_a_person_plays_the_conductor_of_a_contested_cons_run(qtbot, window, tmp
     assert panel.config_combo.currentText() == "Caching strategy (contested) (CONS)"
     assert not panel.prompt_box.isVisible()
 
-    panel.start_button.click()
+    click(qtbot, panel.start_button)
     qtbot.waitUntil(panel.prompt_box.isVisible, timeout=WAIT_MS)
     box = panel.prompt_box
     assert box.current.agent == "conductor" and box.current.purpose == "hitl_decision"
@@ -184,10 +185,10 @@ def test_cancelling_while_the_conductor_is_asked_takes_the_prompt_down(qtbot, wi
     store.close_connection()
     open_project(path)
     panel = panel_of(window)
-    panel.start_button.click()
+    click(qtbot, panel.start_button)
     qtbot.waitUntil(panel.prompt_box.isVisible, timeout=WAIT_MS)
     with qtbot.waitSignal(window.runs.finished, timeout=WAIT_MS) as finished:
-        panel.cancel_button.click()
+        click(qtbot, panel.cancel_button)
     assert finished.args[0]["status"] == "interrupted"
     qtbot.waitUntil(lambda: not panel.prompt_box.isVisible(), timeout=WAIT_MS)
     run_id = finished.args[0]["run_id"]
@@ -200,7 +201,7 @@ def test_a_second_start_is_refused_with_a_message(qtbot, window, tmp_path, open_
     slow_sim(monkeypatch, gate=gate, hold_from=2)
     open_project(demo_project(tmp_path, dispatch="sequential"))
     panel = panel_of(window)
-    panel.start_button.click()
+    click(qtbot, panel.start_button)
     qtbot.waitUntil(lambda: window.runs.run_id is not None, timeout=WAIT_MS)
     assert not panel.start_button.isEnabled()
     assert not window.runs.start(1)  # e.g. from a script while the button is disabled
@@ -232,7 +233,7 @@ def test_the_runs_and_calls_tables_sort_filter_and_copy(qtbot, window, tmp_path,
     panel = panel_of(window)
     for _ in range(2):
         with qtbot.waitSignal(window.runs.finished, timeout=WAIT_MS):
-            panel.start_button.click()
+            click(qtbot, panel.start_button)
     qtbot.waitUntil(lambda: len(table_rows(panel.runs_table)) == 2, timeout=WAIT_MS)
     qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)  # the shown run's calls too
     runs = panel.runs_table

@@ -10,7 +10,8 @@ import sys
 
 from tests.services.test_run_service import demo_project
 from tests.ui.conftest import WAIT_MS
-from tests.ui.live_run_helpers import SAMPLES, empty_project, panel_of, put, read, template, wait_valid
+from tests.ui.live_run_helpers import (SAMPLES, click, click_menu, empty_project, panel_of, put, read, template,
+                                      type_into, wait_valid)
 from workbench.core.runs.config import parse_run_config
 from workbench.ui import prompts
 
@@ -22,8 +23,7 @@ def test_a_template_fills_the_form_and_typing_is_validated_by_the_run_models(qtb
     names = [a.text() for a in panel.new_menu.actions() if a.text()]
     assert "From template: RCP: advocates and critics (3 + 3)" in names
     assert "From the project's clusters: CONS" in names
-    action = next(a for a in panel.new_menu.actions() if a.text() == "From template: RCP: advocates and critics (3 + 3)")
-    action.trigger()
+    click_menu(qtbot, panel.new_button, "From template: RCP: advocates and critics (3 + 3)")
     wait_valid(qtbot, panel)
     editor = panel.editor
     assert panel.tabs.currentWidget() is editor
@@ -32,18 +32,19 @@ def test_a_template_fills_the_form_and_typing_is_validated_by_the_run_models(qtb
     assert panel.start_button.isEnabled()
 
     # tau out of its range: the message is the models' own, the field is outlined, Start is off.
-    editor.fields[("tau",)].setValue(0.4)
+    type_into(qtbot, editor.fields[("tau",)], "0.4")
     qtbot.waitUntil(lambda: editor.check is not None and not editor.check.ok and not editor.pending, timeout=WAIT_MS)
     assert editor.check.message == "tau: must be greater than 0.5 and at most 1, got 0.4"
     assert "✖ tau: must be greater than 0.5" in editor.status.text()
     assert "b3261e" in editor.fields[("tau",)].styleSheet()
     assert not panel.start_button.isEnabled()
-    editor.fields[("tau",)].setValue(0.7)
+    type_into(qtbot, editor.fields[("tau",)], "0.7")
     wait_valid(qtbot, panel)
     assert editor.fields[("tau",)].styleSheet() == "" and editor.document()["tau"] == 0.7
 
     # A new seed is a random 31-bit whole number, and goes into the document.
-    seed = editor.new_seed()
+    click(qtbot, editor.new_seed_button)
+    seed = int(editor.seed_edit.text())
     assert 0 <= seed < 2 ** 31 and editor.document()["seed"] == seed and editor.seed_edit.text() == str(seed)
 
     # Switching protocol drops the other protocol's keys (a run refuses them) and keeps them for later.
@@ -51,7 +52,7 @@ def test_a_template_fills_the_form_and_typing_is_validated_by_the_run_models(qtb
     qtbot.waitUntil(lambda: not editor.pending, timeout=WAIT_MS)
     assert "tau" not in editor.document() and editor.document()["protocol"] == "cons"
     assert editor.check.message.startswith("options:")  # CONS needs its options
-    editor.options_edit.setPlainText("Yes\nNo")
+    type_into(qtbot, editor.options_edit, "Yes\nNo")
     wait_valid(qtbot, panel)
     assert editor.document()["options"] == ["Yes", "No"]
     editor.protocol_combo.setCurrentIndex(editor.protocol_combo.findData("rcp"))
@@ -74,14 +75,14 @@ def test_a_template_fills_the_form_and_typing_is_validated_by_the_run_models(qtb
 def test_a_new_configuration_from_the_projects_clusters(qtbot, window, tmp_path, open_project):
     open_project(demo_project(tmp_path))
     panel = panel_of(window)
-    panel.source.new_from_clusters("rcp")
+    click_menu(qtbot, panel.new_button, "From the project's clusters: RCP")
     qtbot.waitUntil(lambda: panel.editor.document().get("label") == "New RCP run", timeout=WAIT_MS)
     qtbot.waitUntil(lambda: not panel.editor.pending, timeout=WAIT_MS)
     doc = panel.editor.document()
     assert [c["name"] for c in doc["clusters"]] == ["advocate", "critic"] and doc["providers"]["sim"]["model"] == "sim"
     assert doc["reference"] == "advocate" and 0 <= doc["seed"] < 2 ** 31
     assert panel.editor.check.message == "query: required: the question a RCP run puts to its agents"
-    panel.editor.query_edit.setPlainText("Should the library open on Sundays?")
+    type_into(qtbot, panel.editor.query_edit, "Should the library open on Sundays?")
     wait_valid(qtbot, panel)
     assert panel.start_button.isEnabled()
 
@@ -93,12 +94,11 @@ def test_save_in_the_project_and_as_a_file_rwb_run_accepts_then_load_it_back(
     panel = panel_of(window)
     put(qtbot, panel, template("findings-crew"))
     editor = panel.editor
-    editor.name_edit.setText("Crew check")
-    editor.name_edit.textEdited.emit("Crew check")
-    editor.fields[("threshold",)].setValue(0.5)
+    type_into(qtbot, editor.name_edit, "Crew check")
+    type_into(qtbot, editor.fields[("threshold",)], "0.5")
     wait_valid(qtbot, panel)
 
-    panel.save_in_project()
+    click_menu(qtbot, panel.file_button, "Save in the project")
     qtbot.waitUntil(lambda: panel.config_combo.findText("Crew check (FINDINGS)") >= 0, timeout=WAIT_MS)
     [saved] = read(path, "SELECT name, protocol, config_json FROM protocol_configs")
     assert saved["name"] == "Crew check" and saved["protocol"] == "findings"
@@ -107,7 +107,7 @@ def test_save_in_the_project_and_as_a_file_rwb_run_accepts_then_load_it_back(
 
     target = tmp_path / "crew.json"
     monkeypatch.setattr(prompts, "save_run_config_path", lambda *_a, **_k: target)
-    panel.save_to_file()
+    click_menu(qtbot, panel.file_button, "Save as a JSON file…")
     written = json.loads(target.read_text())
     assert written == editor.document()
     out = subprocess.run([sys.executable, "-m", "workbench", "run", str(target), "--project", str(tmp_path / "cli.rwb")],
@@ -118,11 +118,11 @@ def test_save_in_the_project_and_as_a_file_rwb_run_accepts_then_load_it_back(
 
     # Load another file, then the saved one back: the form shows it exactly.
     monkeypatch.setattr(prompts, "open_run_config_path", lambda *_a, **_k: SAMPLES / "cons-sim.json")
-    panel.open_file()
+    click_menu(qtbot, panel.file_button, "Open a JSON or YAML file…")
     wait_valid(qtbot, panel)
     assert editor.protocol == "cons" and editor.options_edit.toPlainText() == "single file\nsplit per module"
     monkeypatch.setattr(prompts, "open_run_config_path", lambda *_a, **_k: target)
-    panel.open_file()
+    click_menu(qtbot, panel.file_button, "Open a JSON or YAML file…")
     wait_valid(qtbot, panel)
     assert editor.document() == written and editor.fields[("threshold",)].value() == 0.5
 

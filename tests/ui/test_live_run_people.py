@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 
 from tests.services.test_run_service import cons_config
 from tests.ui.conftest import WAIT_MS
-from tests.ui.live_run_helpers import RUN_MS, empty_project, panel_of, plain, put, read, rows, template
+from tests.ui.live_run_helpers import RUN_MS, click, click_run, empty_project, panel_of, plain, put, read, rows, template
 from workbench.core.project.store import Store
 from workbench.services.runs.agents import DecisionsFile
 from workbench.services.runs.runner import Runner
@@ -30,7 +30,7 @@ def test_a_manual_agent_answers_its_calls_in_the_panel(qtbot, window, tmp_path, 
     qtbot.waitUntil(panel.start_button.isEnabled, timeout=WAIT_MS)
     box = panel.prompt_box
     with qtbot.waitSignal(window.runs.finished, timeout=RUN_MS) as finished:
-        panel.start_button.click()
+        click(qtbot, panel.start_button)
         answers = {"generate": "Close it on weekends first, and measure.", "vote": "YES: it is a fair first step."}
         for _ in range(2):  # my artifact, then my vote on a1's
             qtbot.waitUntil(lambda: box.isVisible() and box.current is not None, timeout=WAIT_MS)
@@ -55,7 +55,7 @@ def test_the_conductor_overrides_a_contested_verdict_through_the_form(qtbot, win
     open_project(path)
     panel = panel_of(window)
     put(qtbot, panel, contested())
-    panel.start_button.click()
+    click(qtbot, panel.start_button)
     box, form = panel.prompt_box, panel.decision_form
     qtbot.waitUntil(lambda: box.isVisible() and form.isVisible(), timeout=WAIT_MS)
     assert box.current.purpose == "hitl_decision" and box.own_words.isVisible()
@@ -69,8 +69,12 @@ def test_the_conductor_overrides_a_contested_verdict_through_the_form(qtbot, win
     assert form.accepted_label.text() == f"the CONTESTED verdict, leading option “{leading}”"
     other = next(o for o in ("Write-through", "Cache-aside with TTL") if o != leading)
 
-    form.override_radio.setChecked(True)
-    form.option_combo.setCurrentText(other)
+    click(qtbot, form.override_radio)
+    assert form.override_radio.isChecked()
+    form.option_combo.setFocus()  # the option, chosen with the keyboard
+    while form.option_combo.currentText() != other:
+        qtbot.keyClick(form.option_combo, Qt.Key.Key_Down)
+    assert form.option_combo.currentText() == other
     assert not form.decide_button.isEnabled()  # an override needs a reason
     qtbot.keyClicks(form.reason, "Ops can only run the simpler one this quarter.")
     assert form.decide_button.isEnabled()
@@ -97,7 +101,9 @@ def test_the_conductor_overrides_a_contested_verdict_through_the_form(qtbot, win
 
     # The Escalation tab shows the record: decided, nothing left to do.
     qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
-    panel.detail_tabs.setCurrentWidget(panel.escalation_form)
+    bar = panel.detail_tabs.tabBar()
+    qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(panel.detail_tabs.indexOf(panel.escalation_form)).center())
+    assert panel.detail_tabs.currentWidget() is panel.escalation_form
     qtbot.waitUntil(lambda: "override: " + other in plain(panel.escalation_form.status.text()), timeout=WAIT_MS)
     assert not panel.escalation_form.decide_button.isEnabled()
     assert "Conflict high" in panel.escalation_form.context.toPlainText()
@@ -115,7 +121,7 @@ def test_a_run_stopped_for_its_conductor_is_decided_from_the_escalation_tab(qtbo
 
     open_project(path)
     panel = panel_of(window)
-    panel.select_run(run_id)
+    click_run(qtbot, panel, run_id)
     form = panel.escalation_form
     qtbot.waitUntil(lambda: form.view is not None and form.decide_button.text() == "Resume and decide",
                     timeout=WAIT_MS)

@@ -12,16 +12,15 @@ from PySide6.QtCore import Qt
 
 from tests.services.test_run_service import slow_sim
 from tests.ui.conftest import WAIT_MS
-from tests.ui.live_run_helpers import RUN_MS, empty_project, panel_of, put, read, rows, start, wait_valid
+from tests.ui.live_run_helpers import (RUN_MS, click, click_menu, click_run, empty_project, panel_of, read, rows,
+                                      start, type_into, wait_valid)
 from workbench.ui.widgets.config_source import templates
 
 
-def choose(panel, key: str) -> None:
-    """Pick the template from Live Run's New menu."""
+def choose(qtbot, panel, key: str) -> None:
+    """Pick the template from Live Run's New menu, by clicks."""
     [choice] = [t for t in templates() if t.key == key]
-    panel._fill_new_menu()
-    [action] = [a for a in panel.new_menu.actions() if a.text() == f"From template: {choice.name}"]
-    action.trigger()
+    click_menu(qtbot, panel.new_button, f"From template: {choice.name}")
 
 
 @pytest.mark.parametrize("key, protocol", [("rcp-advocate-critic", "rcp"), ("rcp-weighted-3", "rcp"),
@@ -31,7 +30,7 @@ def test_each_protocol_completes_from_its_template(qtbot, window, tmp_path, open
     path = empty_project(tmp_path)
     open_project(path)
     panel = panel_of(window)
-    choose(panel, key)
+    choose(qtbot, panel, key)
     wait_valid(qtbot, panel)
     summary = start(qtbot, window)
     assert summary["status"] == "completed", summary.get("error")
@@ -49,14 +48,14 @@ def test_cons_from_its_template_with_the_conductor_deciding_in_the_form(qtbot, w
     path = empty_project(tmp_path)
     open_project(path)
     panel = panel_of(window)
-    choose(panel, "cons-five")
+    choose(qtbot, panel, "cons-five")
     wait_valid(qtbot, panel)
-    panel.editor.fields[("min_voters",)].setValue(6)  # five voters: insufficient evidence, escalated
+    type_into(qtbot, panel.editor.fields[("min_voters",)], "6")  # five voters: insufficient evidence, escalated
     wait_valid(qtbot, panel)
     assert panel.editor.document()["min_voters"] == 6
     form = panel.decision_form
     with qtbot.waitSignal(window.runs.finished, timeout=RUN_MS) as finished:
-        panel.start_button.click()
+        click(qtbot, panel.start_button)
         qtbot.waitUntil(lambda: form.isVisible() and form.decide_button.isEnabled(), timeout=WAIT_MS)
         assert "insufficient_evidence" in panel.prompt_box.heading.text()
         qtbot.keyClicks(form.reason, "Five reviewers agree; good enough for a pilot.")
@@ -69,14 +68,15 @@ def test_cons_from_its_template_with_the_conductor_deciding_in_the_form(qtbot, w
 
 
 def arm_batch(qtbot, panel) -> None:
-    choose(panel, "arm-mesh")
+    choose(qtbot, panel, "arm-mesh")
     wait_valid(qtbot, panel)
     editor = panel.editor
-    editor.batch_check.setChecked(True)
-    editor.questions_edit.setPlainText("Should an agent refuse a legal but harmful order?\n"
-                                       "Should a reconciler ever overrule both peers?")
-    editor.mixes_edit.setPlainText("uniform: *=sim")
-    editor.fields[("batch", "replicates")].setValue(1)
+    click(qtbot, editor.batch_check)
+    assert editor.batch_check.isChecked()
+    type_into(qtbot, editor.questions_edit, "Should an agent refuse a legal but harmful order?\n"
+                                            "Should a reconciler ever overrule both peers?")
+    type_into(qtbot, editor.mixes_edit, "uniform: *=sim")
+    type_into(qtbot, editor.fields[("batch", "replicates")], "1")
     wait_valid(qtbot, panel)
     assert "a batch of 2 run(s)" in editor.check.message
 
@@ -108,17 +108,17 @@ def test_a_batch_cancelled_in_its_first_run_resumes_as_a_batch(qtbot, window, tm
     open_project(path)
     panel = panel_of(window)
     arm_batch(qtbot, panel)
-    panel.start_button.click()
+    click(qtbot, panel.start_button)
     qtbot.waitUntil(lambda: any(r["status"] == "running" for r in rows(panel)), timeout=WAIT_MS)
     with qtbot.waitSignal(window.runs.finished, timeout=WAIT_MS) as stopped:
-        panel.cancel_button.click()
+        click(qtbot, panel.cancel_button)
         gate.set()
     assert stopped.args[0]["status"] == "interrupted" and stopped.args[0]["batch_id"]
     qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
     assert [r["status"] for r in read(path, "SELECT status FROM runs ORDER BY rowid")] == ["interrupted"] * 2
-    panel.select_run(read(path, "SELECT id FROM runs ORDER BY rowid")[0]["id"])
+    click_run(qtbot, panel, read(path, "SELECT id FROM runs ORDER BY rowid")[0]["id"])
     assert panel.resume_button.isEnabled() and panel.resume_button.text() == "⟳ Resume batch"
     with qtbot.waitSignal(window.runs.finished, timeout=RUN_MS) as resumed:
-        panel.resume_button.click()
+        click(qtbot, panel.resume_button)
     assert resumed.args[0]["status"] == "completed" and resumed.args[0]["batch_id"] == stopped.args[0]["batch_id"]
     assert [r["status"] for r in read(path, "SELECT status FROM runs ORDER BY rowid")] == ["completed"] * 2

@@ -12,7 +12,8 @@ from PySide6.QtGui import QColor
 from tests.services.test_run_service import slow_sim
 from tests.support.fake_llm_server import FakeLLMServer, Reply
 from tests.ui.conftest import WAIT_MS
-from tests.ui.live_run_helpers import RUN_MS, empty_project, panel_of, plain, put, read, rows, start, template
+from tests.ui.live_run_helpers import (RUN_MS, click, click_call, click_run, empty_project, panel_of, plain, put, read,
+                                      rows, start, template)
 from workbench.services.runs.runner import RunProgress
 from workbench.ui.widgets.run_timeline import GREY, RED
 
@@ -34,7 +35,7 @@ def test_calls_appear_as_they_start_and_change_as_they_end_then_cancel_and_resum
     put(qtbot, panel, small_rcp(dispatch="sequential"))
     events: list = []
     window.runs.calls_changed.connect(lambda batch: events.extend(batch))
-    panel.start_button.click()
+    click(qtbot, panel.start_button)
 
     # Two calls have ended and the third is in flight: three rows, the last one running.
     qtbot.waitUntil(lambda: [r["status"] for r in rows(panel)] == ["ok", "ok", "running"], timeout=WAIT_MS)
@@ -47,11 +48,13 @@ def test_calls_appear_as_they_start_and_change_as_they_end_then_cancel_and_resum
     assert "Round 1: generate" in panel.timeline.phases.text() and "◌1" in panel.timeline.phases.text()
     assert panel.badge.status == "running" and panel.progress_bar.isVisible()
     # A call in flight has no record yet: the detail says so.
-    panel.timeline.select(None, shown[2]["step_key"])
+    table = panel.calls_table  # the row in flight, clicked
+    qtbot.mouseClick(table.view.viewport(), Qt.MouseButton.LeftButton,
+                     pos=table.view.visualRect(table.proxy.index(2, 0)).center())
     assert "no record yet" in panel.call_view.summary.text()
 
     with qtbot.waitSignal(window.runs.finished, timeout=WAIT_MS) as stopped:
-        panel.cancel_button.click()
+        click(qtbot, panel.cancel_button)
         gate.set()
     assert stopped.args[0]["status"] == "interrupted"
     run_id = stopped.args[0]["run_id"]
@@ -62,10 +65,10 @@ def test_calls_appear_as_they_start_and_change_as_they_end_then_cancel_and_resum
     assert [r["id"] for r in rows(panel)] == [r["id"] for r in read(
         path, "SELECT id FROM llm_calls WHERE run_id = ? ORDER BY id", (run_id,))]  # nothing left "running"
 
-    panel.select_run(run_id)
+    click_run(qtbot, panel, run_id)
     assert panel.resume_button.isEnabled()
     with qtbot.waitSignal(window.runs.finished, timeout=RUN_MS) as resumed:
-        panel.resume_button.click()
+        click(qtbot, panel.resume_button)
     assert resumed.args[0]["status"] == "completed" and resumed.args[0]["resumed_calls"] == done_before
     qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
     keys = [r["step_key"] for r in read(path, "SELECT step_key FROM llm_calls WHERE run_id = ?", (run_id,))]
@@ -86,7 +89,7 @@ def test_the_call_detail_shows_the_fence_lines_and_the_raw_reply(qtbot, window, 
     vote = next(r for r in rows(panel) if r["purpose"] == "vote")
     [stored] = read(path, "SELECT reply_text, request_json FROM llm_calls WHERE id = ?", (vote["id"],))
     fence = stored["request_json"]["fence"]["delimiter"]
-    assert panel.timeline.select(vote["id"])
+    click_call(qtbot, panel, vote["id"])
     qtbot.waitUntil(lambda: panel.call_view.call_id == vote["id"], timeout=WAIT_MS)
     request = panel.call_view.request.toPlainText()
     assert f"<<<{fence}>>>" in request and f"<<<END-{fence}>>>" in request  # the fence lines, as sent
@@ -104,9 +107,9 @@ def test_an_eta_under_a_second_reads_as_text(qtbot, window, tmp_path, open_proje
     panel = panel_of(window)
     panel._on_run_progressed(RunProgress("r", "Round 1: vote", 30, 36, 0, 0.4))
     assert "&lt;1 s" in panel.progress_label.text()
-    assert plain(panel.progress_label.text()) == "Round 1: vote: 30/36 calls, 0 failed, ETA <1 s"
+    assert plain(panel.progress_label.text()) == "30/36 calls, 0 failed, ETA <1 s · Round 1: vote"
     panel._on_run_progressed(RunProgress("r", "<b>odd</b> phase", 1, 2, 1, 12.0))
-    assert plain(panel.progress_label.text()) == "<b>odd</b> phase: 1/2 calls, 1 failed, ETA 12 s"
+    assert plain(panel.progress_label.text()) == "1/2 calls, 1 failed, ETA 12 s · <b>odd</b> phase"
 
 
 def test_a_run_whose_every_call_fails_ends_failed_in_red_with_its_reason(qtbot, window, tmp_path, open_project):
@@ -140,7 +143,7 @@ def test_a_run_whose_every_call_fails_ends_failed_in_red_with_its_reason(qtbot, 
     assert run["error"].startswith("every call failed")
 
     # A failed call's detail: its error, and what the server sent back.
-    assert panel.timeline.select(shown[0]["id"])
+    click_call(qtbot, panel, shown[0]["id"])
     qtbot.waitUntil(lambda: panel.call_view.call_id == shown[0]["id"], timeout=WAIT_MS)
     assert panel.call_view.error.isVisible() and "Error" in panel.call_view.error.text()
     assert panel.call_view.request.toPlainText().count("User") >= 1

@@ -26,7 +26,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from workbench.core.runs.providers import ProviderConfig
@@ -167,10 +167,13 @@ class Gateway:
 
     def call(self, provider: str, messages: Sequence[Mapping[str, Any]], *, timeout_s: float | None = None,
              max_tokens: int | None = None, temperature: float | None = None, sample_index: int = 0,
-             cancel: threading.Event | None = None) -> CallResult:
-        """One chat completion, retried as configured. Never raises."""
+             cancel: threading.Event | None = None,
+             on_wait: Callable[[dict[str, Any]], None] | None = None) -> CallResult:
+        """One chat completion, retried as configured. Never raises. ``on_wait`` hears of each
+        wait before a retry (a 429's ``Retry-After``, a backoff), on the calling thread, as it begins."""
         try:
             call = _Call(self, provider, messages, timeout_s, max_tokens, temperature, sample_index, cancel)
+            call.on_wait = on_wait
         except Exception as exc:  # messages that are not mappings, a timeout that is not a number...
             call = _Call(self, provider, (), None, None, None, sample_index, cancel)
             return call.finish("error", error=f"invalid call: {type(exc).__name__}: {exc}", error_kind="bad_request")
@@ -192,6 +195,7 @@ class _Call:
                  max_tokens: int | None, temperature: float | None, sample_index: int,
                  cancel: threading.Event | None):
         self.gw, self.provider, self.cancel, self.sample_index = gw, provider, cancel, sample_index
+        self.on_wait: Callable[[dict[str, Any]], None] | None = None
         self.cfg = gw.providers.get(provider)
         self.model = self.cfg.model if self.cfg else "?"
         self.messages = [dict(m) for m in messages]
@@ -314,6 +318,13 @@ class _Call:
                 return self._failed(final_status, outcome)
             delay = self.gw.backoff.delay(attempt_no, rng, retry_after)
             self.attempt_log[-1]["waited_s"] = round(delay, 4)
+            if self.on_wait is not None:  # the GUI shows the wait as it happens
+                try:
+                    self.on_wait({"attempt": attempt_no, "error_kind": kind, "delay_s": delay,
+                                  "retry_after_s": retry_after, "http_status": outcome.get("http_status"),
+                                  "error": outcome.get("error")})
+                except Exception:  # a listener's bug never fails the call
+                    log.exception("on_wait listener failed")
             log.info("%s: attempt %d failed (%s), retrying in %.2f s", self.provider, attempt_no, kind, delay)
             start = time.perf_counter()
             cancelled = self.gw._sleep(delay, self.cancel)

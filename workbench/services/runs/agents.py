@@ -68,14 +68,15 @@ class AgentRouter:
             raise KeyError(f"no agent {call.agent!r} in the run configuration")
         return agent.provider
 
-    def answer(self, call: AgentCall, cancel: threading.Event) -> CallRecord:
+    def answer(self, call: AgentCall, cancel: threading.Event, on_wait=None) -> CallRecord:
+        """``on_wait(info)``: a model's call waits before a retry (a 429's Retry-After, a backoff)."""
         name = self.provider_of(call)
         provider = self.cfg.providers.get(name)
         if name == MANUAL or (provider is not None and provider.model == MANUAL):
             return self._ask_person(call, name, cancel)
         if provider is not None and provider.simulated:
             return self._simulate(call, name)
-        return self._call_model(call, name, cancel)
+        return self._call_model(call, name, cancel, on_wait)
 
     # ----- the three kinds of agent ----------------------------------------------------------
     def _simulate(self, call: AgentCall, name: str) -> CallRecord:
@@ -127,7 +128,7 @@ class AgentRouter:
         return CallRecord(call, AgentReply(call.key, text, None, {"provider": name, "model": MANUAL}), name, False,
                           {**base, "status": "ok", "finished_at": utc_now()})
 
-    def _call_model(self, call: AgentCall, name: str, cancel: threading.Event) -> CallRecord:
+    def _call_model(self, call: AgentCall, name: str, cancel: threading.Event, on_wait=None) -> CallRecord:
         with self._lock:
             if self._gateway is None:
                 from workbench.services.llm.gateway import Gateway, ResponseCache
@@ -135,5 +136,6 @@ class AgentRouter:
                 cache = ResponseCache() if self.cfg.cache else None
                 self._gateway = Gateway(self.cfg.providers, seed=self.cfg.seed, cache=cache)
         result = self._gateway.call(name, list(call.messages), max_tokens=call.meta.get("max_tokens"),
-                                    sample_index=int(call.meta.get("sample_index", 0)), cancel=cancel)
+                                    sample_index=int(call.meta.get("sample_index", 0)), cancel=cancel,
+                                    **({"on_wait": on_wait} if on_wait is not None else {}))
         return CallRecord(call, result.agent_reply(call.key), name, False, result.to_dict())

@@ -42,11 +42,13 @@ class RunProgress:
 
 @dataclass(frozen=True)
 class CallEvent:
-    """One call of a run starting (``kind`` "started": about to be sent) or ending ("finished",
-    with how it ended as recorded; "cancelled" calls are not recorded and are issued again on
-    resume). ``round_idx`` and ``phase`` name the step (a round and its phase) it belongs to."""
+    """One call of a run starting (``kind`` "started": about to be sent), waiting before a retry
+    ("waiting": the provider refused it, a 429 with its Retry-After or a server error, and it is
+    sent again after ``wait_s``; ``error`` says why), or ending ("finished", with how it ended as
+    recorded; "cancelled" calls are not recorded and are issued again on resume). ``round_idx``
+    and ``phase`` name the step (a round and its phase) it belongs to."""
 
-    kind: str  # started | finished
+    kind: str  # started | waiting | finished
     run_id: str
     key: str
     agent: str
@@ -62,9 +64,11 @@ class CallEvent:
     attempts: int | None = None
     error: str | None = None
     model: str | None = None  # "manual" for a person, "sim" for the simulated panel
+    wait_s: float | None = None  # waiting only: seconds until the retry
 
 
 WAITING_FOR_HUMAN = "waiting for a human decision"
+WAIT_MARK = "⧗"  # a progress message that starts with it: a call waits before a retry
 
 
 class _Stop(Exception):
@@ -233,7 +237,7 @@ class Runner:
             todo = []
         def answer(call: AgentCall) -> CallRecord:
             self._call_event("started", call)
-            return router.answer(call, self.cancel)
+            return router.answer(call, self.cancel, on_wait=lambda info, c=call: self._call_waits(c, info))
 
         if self._cfg.dispatch == "sequential" or len(todo) <= 1:
             for call in todo:
@@ -275,6 +279,22 @@ class Runner:
         if self.on_call is not None:
             idx, phase = getattr(self, "_round", (0, ""))
             self.on_call(CallEvent(kind, self._run_id, call.key, call.agent, call.purpose, idx, phase, **fields))
+
+    def _call_waits(self, call: AgentCall, info: dict) -> None:
+        """A call the provider refused waits before its retry: shown as it happens."""
+        status = info.get("http_status")
+        kind = "rate-limited" if info.get("error_kind") == "rate_limited" else "failed"
+        why = f"{kind}{f' (HTTP {status})' if status else ''}"
+        if info.get("retry_after_s") is not None:
+            why += f", the server asked to retry after {info['retry_after_s']:g} s"
+        detail = str(info.get("error") or "").removeprefix(f"HTTP {status}: " if status else "")
+        self._call_event("waiting", call, status="rate_limited" if kind == "rate-limited" else "error",
+                         attempts=info.get("attempt"), wait_s=info.get("delay_s"),
+                         error=f"attempt {info.get('attempt')} {why}: {detail}".rstrip(": "))
+        self.on_progress(RunProgress(self._run_id, getattr(self, "_round", (0, ""))[1], self._count["done"],
+                                     max(self._count["known"] - self._resumed, self._count["done"]),
+                                     self._count["failed"], None,
+                                     f"{WAIT_MARK} {call.agent}: {why}; retrying in {info.get('delay_s') or 0:.1f} s"))
 
     def _call_finished(self, rec: CallRecord, call_id: int) -> None:
         """The call's end as recorded (its status may have become "invalid")."""

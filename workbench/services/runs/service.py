@@ -77,6 +77,7 @@ class RunService(QObject):
         self._pending = False
         self._events: list[CallEvent] = []  # call events not yet delivered (under the lock)
         self._batch_id: str | None = None
+        self._closed = False  # after shutdown: no thread emits into this object any more (under the lock)
         self._created.connect(self._on_created)
         self._batch_created.connect(self._on_batch_created)
         self._progress_ready.connect(self._on_progress_ready)
@@ -194,15 +195,27 @@ class RunService(QObject):
             self._worker.cancel_event.set()
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
-        """Cancel the run and wait for its thread (the window's closeEvent, before the model's)."""
+        """Cancel the run and wait for its thread (the window's closeEvent, before the model's).
+        From here on the run's threads (and its calls' threads) emit nothing into this object,
+        which may be deleted once this returns, even if a thread outlives the wait."""
+        with self._lock:  # an emit in progress on another thread ends before the flag is set
+            self._closed = True
         self.cancel()
         return self._pool.wait(timeout_ms)
+
+    def _emit(self, signal, *args) -> None:  # any thread but the GUI's
+        """Emit from a run's (or a call's) thread, unless the service has been shut down."""
+        with self._lock:
+            if not self._closed:
+                signal.emit(*args)
 
     # ----- the run's thread ----------------------------------------------------------------
     def _launch(self, name: str, prepare=None, *, work=None) -> bool:
         """Run on the service's thread: ``prepare(store, runner) -> run_id`` then that run, or
         ``work(store, runner) -> summary`` (a batch)."""
         store = self.model.store
+        if self._closed:
+            return False
         if self._worker is not None:
             which = f" ({self._run_id})" if self._run_id else ""
             self.failed.emit(f"A run is already in progress{which}. Cancel it or wait for it to finish "
@@ -224,7 +237,7 @@ class RunService(QObject):
                 if work is not None:
                     return work(store, runner)
                 run_id = prepare(store, runner)
-                self._created.emit(run_id)
+                self._emit(self._created, run_id)
                 return runner.execute(run_id)
             finally:
                 store.close_connection()
@@ -240,8 +253,8 @@ class RunService(QObject):
     def _run_batch(self, store: Store, runner, batch_id: str, ids: list[str]) -> dict:  # the run's thread
         from workbench.services.runs.batches import run_batch
 
-        self._batch_created.emit(batch_id)
-        summaries = run_batch(store, ids, runner.execute, on_run=self._created.emit)
+        self._emit(self._batch_created, batch_id)
+        summaries = run_batch(store, ids, runner.execute, on_run=lambda run_id: self._emit(self._created, run_id))
         statuses = [s.get("status") for s in summaries]
         status = next((w for w in _WORST if w in statuses), "completed")
         if len(summaries) < len(ids) and status == "completed":
@@ -254,22 +267,21 @@ class RunService(QObject):
     def _report_call(self, event: CallEvent) -> None:  # the run's thread, or a call's
         with self._lock:
             self._events.append(event)
-            first = len(self._events) == 1
-        if first:  # the GUI takes every event queued by the time it runs
-            self._calls_ready.emit()
+            if len(self._events) == 1 and not self._closed:  # the GUI takes every event queued by then
+                self._calls_ready.emit()
 
     def _report(self, progress: RunProgress) -> None:  # the run's thread
         with self._lock:
             self._latest = progress
-            if self._pending:
+            if self._pending or self._closed:
                 return  # the GUI has not picked up the previous one yet: it takes this one
             self._pending = True
-        self._progress_ready.emit()
+            self._progress_ready.emit()
 
     # ----- back on the GUI thread ----------------------------------------------------------
     def _on_opened(self, store: Store) -> None:
         """Runs left "running" by a process that died become "interrupted", so they can be resumed."""
-        if store.read_only:
+        if store.read_only or self._closed:
             return
 
         def mark(_cancel: threading.Event) -> int:

@@ -31,7 +31,7 @@ from workbench.ui.widgets.record_table import RecordTable
 from workbench.ui.widgets.run_config_editor import RunConfigEditor
 from workbench.ui.widgets.run_status import (RUN_STATUS, SIM_BADGE, SIM_NOTE, WAITING, RunBadge, ballots_html,
                                              decorate_run, live_row, progress_text, run_row)
-from workbench.ui.widgets.run_timeline import GREY, RED, RunTimeline, call_row, tone
+from workbench.ui.widgets.run_timeline import AMBER, GREY, RED, RunTimeline, call_row, tone
 
 __all__ = ["LiveRunPanel", "GREY", "SIM_NOTE", "progress_text"]
 
@@ -219,6 +219,7 @@ class LiveRunPanel(Panel):
         service.calls_changed.connect(self._on_calls_changed)
         service.finished.connect(self._on_run_finished)
         service.running_changed.connect(self._on_running_changed)
+        service.failed.connect(self._on_run_refused)
         if manual is not None:
             manual.asked.connect(self._on_asked)
             manual.answered.connect(self.prompt_box.remove)
@@ -325,13 +326,15 @@ class LiveRunPanel(Panel):
             self.badge.set_status(None)
             return
         rows = self.timeline.rows
-        grey = sum(r["status"] not in ("ok", "running") for r in rows)
+        grey = sum(r["status"] not in ("ok", "running", "waiting") for r in rows)
         flying = sum(r["status"] == "running" for r in rows)
+        held = sum(r["status"] == "waiting" for r in rows)
         self.badge.set_status(run["status"])
         batch = "batch" if run.get("batch_id") else ""
         reason = run["error"] if run["error"] and run["status"] != "completed" else ""
         self.calls_heading.setText(
             f"{len(rows)} call(s)" + (f", {flying} in flight" if flying else "")
+            + (f", <span style='color:{tone(AMBER)}'>⧗ {held} waiting to retry</span>" if held else "")
             + (f", <span style='color:{GREY}'>{grey} invalid or failed (grey)</span>" if grey else "")
             + (f"<br><span style='color:{tone(RED)}'>{escape_html(reason)}</span>" if reason else ""))
         self.calls_heading.setToolTip(f"{run_id}{batch and ', a run of batch ' + run['batch_id']}"
@@ -538,15 +541,29 @@ class LiveRunPanel(Panel):
         self.timeline.add_events(events)
 
     def _on_run_progressed(self, p) -> None:
+        from workbench.services.runs.runner import WAIT_MARK  # loaded by the run already
+
         self.progress_bar.setRange(0, max(p.total, 1))
         self.progress_bar.setValue(p.done)
         waiting = " — <b>waiting for you</b>" if self.prompt_box.calls else ""
         batch = ""
         if self.service is not None and self.service.batch_id is not None:
             batch = f"{escape_html(self.service.batch_id)} · "
-        text = f"{batch}<b>{escape_html(p.phase or 'Running')}</b>: {escape_html(progress_text(p, eta=not waiting))}"
-        self.progress_label.setText(text + waiting)
+        # The counts first: the dock is narrow, and the phase strip names the phase too.
+        text = f"{escape_html(progress_text(p, eta=not waiting))}"
+        if p.message.startswith(WAIT_MARK):  # a call waits before its retry (a 429): said as it happens
+            text += f" — <span style='color:{tone(AMBER)}'>{escape_html(p.message)}</span>"
+        text += f"{waiting} · {batch}<b>{escape_html(p.phase or 'Running')}</b>"
+        self.progress_label.setText(text)
         self.progress_label.setToolTip(p.message or "")
+
+    def _on_run_refused(self, message: str, _details: str) -> None:
+        """The run did not start (a provider that cannot be called, a bad document) or stopped
+        on an error: said here in red, where "Starting…" was, as well as in the message area."""
+        self.progress_label.setText(f"<span style='color:{tone(RED)}'>✖ {escape_html(message)}</span>")
+        self.progress_label.setToolTip(message)
+        self.timeline.stop_live()
+        self.request()
 
     def _on_run_finished(self, summary: dict) -> None:
         status = summary.get("status", "")

@@ -23,7 +23,8 @@ CALL_COLUMNS = (("id", "#"), ("purpose", "Purpose"), ("agent_id", "Agent"), ("st
                 ("latency", "Latency (ms)"), ("tokens", "Tokens"), ("cost", "Cost"), ("attempts", "Attempts"),
                 ("round", "Round"), ("reason", "Reason"))
 # A glyph with every status, so a status reads without colour too.
-CALL_STATUS = {"ok": "✔", "invalid": "⚠", "error": "✖", "rate_limited": "⧗", "cancelled": "■", "running": "◌"}
+CALL_STATUS = {"ok": "✔", "invalid": "⚠", "error": "✖", "rate_limited": "⧗", "cancelled": "■", "running": "◌",
+               "waiting": "⧗"}
 GREY = "#8a8a8a"  # invalid or failed: shown, never hidden
 RED = "#b3261e"
 AMBER = "#b26a00"
@@ -69,15 +70,17 @@ def call_row(c) -> dict:
 
 def event_row(e, started: float) -> dict:
     """A live call event (runner.CallEvent) as a timeline row; ``started`` is when it began
-    (time.monotonic), for the seconds a call in flight has been waiting."""
-    status = e.status if e.kind == "finished" else "running"
+    (time.monotonic), for the seconds a call in flight has been waiting. A call that waits
+    before a retry (a 429 and its Retry-After) is "waiting" until ``_until``, then in flight again."""
+    status = e.status if e.kind == "finished" else "waiting" if e.kind == "waiting" else "running"
     latency = round(e.latency_ms) if e.latency_ms is not None else None
     return {"id": e.call_id, "step_key": e.key, "agent_id": e.agent, "purpose": e.purpose, "status": status,
             "attempts": e.attempts, "simulated": None, "round": e.phase or f"batch {e.round_idx}",
             "round_idx": e.round_idx, "latency": latency, "tokens": e.tokens,
             "cost": cost_text(e.cost_usd, "running" if status == "running" else e.cost_source, e.model),
             "status_text": f"{CALL_STATUS.get(status, '?')} {status}",
-            "reason": e.error or "", "_started": started}
+            "reason": e.error or "", "_started": started,
+            "_until": time.monotonic() + (e.wait_s or 0) if e.kind == "waiting" else None}
 
 
 class RunTimeline(QWidget):
@@ -154,7 +157,7 @@ class RunTimeline(QWidget):
             if e.run_id != self._live_run:
                 continue
             before = self._live.get(e.key)
-            began = before["_started"] if before is not None and e.kind == "finished" else now
+            began = before["_started"] if before is not None and e.kind != "started" else now
             self._live[e.key] = event_row(e, began)
         self._refresh()
 
@@ -170,15 +173,20 @@ class RunTimeline(QWidget):
         for row in self._live.values():
             if row["id"] is not None and row["id"] in ids:
                 continue  # recorded, and read back: the stored row shows it
-            if row["status"] == "running":
+            if row["status"] == "waiting" and now >= row["_until"]:  # its retry has been sent
+                row = {**row, "status": "running"}
+            if row["status"] == "waiting":
+                left = row["_until"] - now
+                row = {**row, "status_text": f"⧗ retry in {left:.0f} s" if left >= 1 else "⧗ retrying"}
+            elif row["status"] == "running":
                 waited = now - row["_started"]
                 row = {**row, "status_text": f"◌ running {waited:.0f} s" if waited >= 1 else "◌ running"}
-            rows.append({k: v for k, v in row.items() if k != "_started"})
+            rows.append({k: v for k, v in row.items() if k not in ("_started", "_until")})
         return rows
 
     def _refresh(self) -> None:
         rows = self._merged()
-        if any(r["status"] == "running" for r in rows):
+        if any(r["status"] in ("running", "waiting") for r in rows):
             if not self._tick.isActive():
                 self._tick.start()
         else:
@@ -190,6 +198,7 @@ class RunTimeline(QWidget):
         self._updating = True  # a reset moves the scroll bar: that is not the user scrolling
         try:
             self.table.set_rows(rows)
+            self._fit_status()
             if keep is not None:
                 self.select(keep.get("id"), keep.get("step_key"), emit=False)
             if follow and self._live_run is not None:
@@ -200,6 +209,15 @@ class RunTimeline(QWidget):
         self._show_phases(rows)
         self.rows_changed.emit()
 
+    def _fit_status(self) -> None:
+        """The status column fits a call in flight's words ("◌ running 12 s"), never cut to "◌ runni…"."""
+        column = [k for k, _ in CALL_COLUMNS].index("status_text")
+        view = self.table.view
+        need = max(view.fontMetrics().horizontalAdvance(t) for t in ("◌ running 99 s", "⧗ retry in 99 s",
+                                                                     "⧗ rate_limited")) + 16
+        if view.columnWidth(column) < need:
+            view.setColumnWidth(column, need)
+
     def _show_phases(self, rows: list[dict]) -> None:
         phases: dict[tuple, dict[str, int]] = {}
         for r in rows:
@@ -209,12 +227,12 @@ class RunTimeline(QWidget):
         text = self.palette().color(QPalette.ColorRole.WindowText).name()  # rich text has no palette()
         for (idx, label), counts in sorted(phases.items(), key=lambda kv: kv[0][0]):
             marks = []
-            for status, colour in (("running", tone(BLUE)), ("ok", ""), ("invalid", GREY), ("error", tone(RED)),
-                                   ("rate_limited", tone(AMBER)), ("cancelled", GREY)):
+            for status, colour in (("running", tone(BLUE)), ("waiting", tone(AMBER)), ("ok", ""), ("invalid", GREY),
+                                   ("error", tone(RED)), ("rate_limited", tone(AMBER)), ("cancelled", GREY)):
                 if counts.get(status):
                     style = f" style='color:{colour}'" if colour else ""
                     marks.append(f"<span{style}>{CALL_STATUS[status]}{counts[status]}</span>")
-            going = "running" in counts
+            going = "running" in counts or "waiting" in counts
             name = escape_html(label or f"batch {idx}")
             chips.append(f"<a href='round:{escape_html(label)}' style='text-decoration:none; color:{text}'>"
                          f"{'<b>' if going else ''}{idx}·{name}{'</b>' if going else ''}</a> {' '.join(marks)}")
@@ -287,9 +305,9 @@ class RunTimeline(QWidget):
 
 def decorate_call(row: dict, key: str, role: int):
     status = row["status"]
-    bad = status not in ("ok", "running")
+    bad = status not in ("ok", "running", "waiting")
     if role == Qt.ItemDataRole.ForegroundRole:
-        if key == "status_text" and status in ("error", "rate_limited"):
+        if key == "status_text" and status in ("error", "rate_limited", "waiting"):
             return QBrush(QColor(tone(RED if status == "error" else AMBER)))
         if key == "status_text" and status == "running":
             return QBrush(QColor(tone(BLUE)))
