@@ -69,7 +69,9 @@ def shown_text(window) -> str:
 
 
 def wait_idle(qtbot, window) -> None:
-    qtbot.waitUntil(lambda: window.reads_idle() and not window._status_reader.loading, timeout=WAIT_MS)
+    # (the model's own work after an open, its integrity check, included)
+    qtbot.waitUntil(lambda: window.reads_idle() and not window._status_reader.loading and not window.model.busy,
+                    timeout=WAIT_MS)
 
 
 class Note(QUndoCommand):
@@ -112,7 +114,7 @@ def test_switching_projects_refreshes_every_panel_and_the_status_bar(qtbot, wind
     assert window.provider_label.text() == "Providers: none configured"
     assert window.windowTitle().startswith("Beta study — b.rwb")
     assert "a.rwb" not in window.project_label.toolTip()
-    assert not window.job.isVisible()  # the opening's progress is gone
+    assert not window.job.isVisible(), window.job.text  # the opening's progress is gone
     assert window.history.count() == 0  # an edit of A can never be undone into B
 
     window.action_close.trigger()
@@ -261,6 +263,38 @@ def test_zoom_scales_the_application_font_and_is_remembered(qtbot, window, qapp)
     again.close()
 
 
+def test_zoom_scales_the_plots_axes_and_the_dock_titles(qtbot, window, qapp, tmp_path, open_project):
+    from tests.core.test_quadrant_reads import rcp_config
+    from tests.ui.test_quadrant import project, quadrant
+
+    path, _ids, _states = project(tmp_path, rcp_config())
+    open_project(path)
+    panel, plot = quadrant(window, qtbot)
+    base = theme.base_point_size()
+
+    def sizes(chart) -> tuple[float, float]:
+        axis = chart.getPlotItem().getAxis("bottom")
+        return axis.style["tickFont"].pointSizeF(), axis.label.font().pointSizeF()
+
+    assert sizes(plot) == (pytest.approx(base, abs=0.01), pytest.approx(base, abs=0.01))
+    window.menus.zoom_in.trigger()
+    window.menus.zoom_in.trigger()  # 130%
+    qtbot.waitUntil(lambda: panel._plot() is not None and panel._plot() is not plot, timeout=WAIT_MS)
+    zoomed = panel._plot()
+    assert sizes(zoomed) == (pytest.approx(base * 1.3, abs=0.01), pytest.approx(base * 1.3, abs=0.01))
+    # A dock draws its title in its own font only when that differs from the application's
+    # (else in the platform's title font, read once): so the titles zoom too.
+    for dock in window.docks.values():
+        assert dock.font().pointSizeF() == pytest.approx(base * 1.3, abs=0.01)
+        assert dock.font() != QApplication.font("QDockWidget")
+    # A label styled by a stylesheet (its colour) zooms like the rest.
+    model_label = window.panels["clustersPanel"].agent_editor.model_label
+    assert model_label.styleSheet() and model_label.font().pointSizeF() == pytest.approx(base * 1.3, abs=0.01)
+    window.menus.zoom_reset.trigger()
+    qtbot.waitUntil(lambda: panel._plot() is not None and panel._plot() is not zoomed, timeout=WAIT_MS)
+    assert sizes(panel._plot())[0] == pytest.approx(base, abs=0.01)
+
+
 # ----- the message area and its history ----------------------------------------------------------
 def test_ten_notices_never_grow_the_window_and_the_history_keeps_them(qtbot, window, tmp_path, open_project):
     from workbench.core.project.demo import ensure_demo
@@ -327,6 +361,9 @@ def test_an_import_shows_its_progress_and_stops_between_files_when_cancelled(
 
     monkeypatch.setattr(arm_import, "import_arm_file", slow_import)
     monkeypatch.setattr(prompts, "import_arm_paths", lambda *a: paths)
+    # The project's own background work (its integrity check, its search index) done first: the
+    # import's words are then the status bar's.
+    qtbot.waitUntil(lambda: not window.model.busy, timeout=WAIT_MS)
     window.menus.import_arm.trigger()
     qtbot.waitUntil(lambda: window.job.text.startswith("Importing 1/5: trace0.json"), timeout=WAIT_MS)
     assert window.job.isVisible() and window.cancel_button.isVisible()
@@ -350,6 +387,30 @@ def test_the_status_bar_progress_is_never_clipped(qtbot, window):
     bottom = bar.mapTo(window, bar.rect().bottomRight())
     assert status.geometry().contains(top_left) and status.geometry().contains(bottom)
     assert window.job.label.text().endswith("ETA 4 s")
+
+
+def inked_width(label) -> int:
+    """How far right the label's painted text reaches, in pixels."""
+    image = label.grab().toImage()
+    background = image.pixelColor(image.width() - 1, image.height() // 2)
+    for x in range(image.width() - 1, -1, -1):
+        if any(image.pixelColor(x, y) != background for y in range(image.height())):
+            return x + 1
+    return 0
+
+
+def test_an_eta_under_a_second_is_shown_as_written_not_read_as_markup(qtbot, window):
+    job = window.job
+    job.show_progress("30/36 calls, 0 failed, ETA 1 s", 30, 36, cancellable=True)
+    job.label.resize(400, job.label.height())
+    without = inked_width(job.label)
+    job.show_progress("30/36 calls, 0 failed, ETA <1 s", 30, 36, cancellable=True)
+    job.label.resize(400, job.label.height())
+    assert job.label.textFormat() == Qt.TextFormat.PlainText and job.text.endswith("ETA <1 s")
+    # The "<" is drawn: the text reaches further right by its width (rich text would have read
+    # "<1 s" as the start of a tag and drawn nothing from there on).
+    less = job.label.fontMetrics().horizontalAdvance("<")
+    assert inked_width(job.label) - without >= less - 2
 
 
 # ----- Help --------------------------------------------------------------------------------------
@@ -464,6 +525,14 @@ out["minimum"] = [w.minimumSizeHint().width(), w.minimumSizeHint().height()]
 for i in range(10):
     w.notices.add("error", f"Notice {i}: " + "a long message " * 15, "details"); pump(0.02)
 w.project_label.setText("/very/long/path/" * 80)
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QTabBar
+status = w.statusBar().geometry()
+out["stray_bars"] = [b.geometry().getRect() for b in w.findChildren(QTabBar, options=Qt.FindChildOption.FindDirectChildrenOnly)
+                     if b.isVisible() and (b.geometry().intersects(status) or not w.rect().contains(b.geometry()))]
+clusters = w.docks["clustersPanel"].geometry()
+out["clusters_dock"] = [clusters.top(), clusters.bottom(), status.top()]
+out["corner"] = w.corner(Qt.Corner.BottomLeftCorner) == Qt.DockWidgetArea.LeftDockWidgetArea
 pump(0.2)
 out["after_notices"] = size(w)
 out["minimum_after"] = [w.minimumSizeHint().width(), w.minimumSizeHint().height()]
@@ -497,6 +566,11 @@ def test_the_window_fits_a_1280x720_projector_and_keeps_its_size(tmp_path):
     assert out["minimum_after"][0] <= width and out["minimum_after"][1] <= height
     assert out["history"] == 10
     assert out["restarted"] == [width, height] and all(abs(d) <= 8 for d in out["moved"]), out
+    # Clusters & Agents runs the window's height (the left area owns the bottom-left corner),
+    # and no tab bar left over from building the default layout sits over the status bar.
+    top, bottom, status_top = out["clusters_dock"]
+    assert out["corner"] and bottom >= status_top - 12 and bottom - top >= 0.75 * height, out
+    assert out["stray_bars"] == [], out
 
 
 def test_every_help_window_is_modeless(qtbot, window):

@@ -16,9 +16,9 @@ import threading
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QRect, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QCloseEvent, QGuiApplication, QUndoStack
-from PySide6.QtWidgets import QApplication, QDockWidget, QFrame, QMainWindow, QScrollArea, QToolBar, QWidget
+from PySide6.QtCore import QEvent, QObject, QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QCloseEvent, QFont, QGuiApplication, QUndoStack
+from PySide6.QtWidgets import QApplication, QDockWidget, QFrame, QMainWindow, QScrollArea, QTabBar, QToolBar, QWidget
 
 from workbench.core.project.changes import Changes
 from workbench.core.project.store import Store
@@ -79,6 +79,7 @@ class MainWindow(QMainWindow):
         theme.install(app)
         self.theme_name = theme.apply_theme(app, settings.theme() or theme.DEFAULT_THEME)
         self.zoom = theme.apply_zoom(app, settings.zoom())
+        self._set_window_font()
 
         # The docks fill the window: the central widget is an empty, hidden placeholder.
         placeholder = QWidget(self)
@@ -189,19 +190,40 @@ class MainWindow(QMainWindow):
     def _default_layout(self) -> None:
         d = self.docks
         area = Qt.DockWidgetArea
+        # The left area runs the window's full height, so Clusters & Agents is tall enough at
+        # 1280×720; the Live Run dock takes the bottom to the right of it.
+        self.setCorner(Qt.Corner.TopLeftCorner, area.LeftDockWidgetArea)
+        self.setCorner(Qt.Corner.BottomLeftCorner, area.LeftDockWidgetArea)
         self.addDockWidget(area.LeftDockWidgetArea, d["clustersPanel"])
         self.addDockWidget(area.RightDockWidgetArea, d["traceInspectorPanel"])
         self.addDockWidget(area.RightDockWidgetArea, d["quadrantPanel"])
         self.splitDockWidget(d["traceInspectorPanel"], d["quadrantPanel"], Qt.Orientation.Horizontal)
         self.tabifyDockWidget(d["quadrantPanel"], d["driftPanel"])
         self.addDockWidget(area.BottomDockWidgetArea, d["liveRunPanel"])
+        # Each tabified onto the same dock: tabifying onto the last one added leaves a stale,
+        # visible tab bar of the first pair over the status bar.
         self.tabifyDockWidget(d["liveRunPanel"], d["anchorsPanel"])
-        self.tabifyDockWidget(d["anchorsPanel"], d["findingsPanel"])
+        self.tabifyDockWidget(d["liveRunPanel"], d["findingsPanel"])
         for dock in d.values():
             dock.show()
         d["quadrantPanel"].raise_()
         d["liveRunPanel"].raise_()
         self._size_docks()
+        self._hide_stale_tab_bars()
+        QTimer.singleShot(0, self._hide_stale_tab_bars)
+
+    def _hide_stale_tab_bars(self) -> None:
+        """Qt leaves behind, visible, the tab bar of a tab group that changed again before the
+        layout was applied (tabifying three docks one after another before the window shows):
+        it sat over the status bar. A bar whose tabs are not the docks of a current tab group
+        is such a leftover, and is hidden."""
+        by_title = {dock.windowTitle(): dock for dock in self.docks.values()}
+        for bar in self.findChildren(QTabBar, options=Qt.FindChildOption.FindDirectChildrenOnly):
+            titles = [bar.tabText(i) for i in range(bar.count())]
+            first = by_title.get(titles[0]) if titles else None
+            group = [] if first is None or first.isFloating() else [first, *self.tabifiedDockWidgets(first)]
+            if not group or sorted(titles) != sorted(d.windowTitle() for d in group):
+                bar.hide()
 
     def _size_docks(self) -> None:
         # Sizes only take effect once the window has its real size, so this runs again on show.
@@ -240,6 +262,15 @@ class MainWindow(QMainWindow):
             self._auto_size_until = time.monotonic() + 2.0
             QTimer.singleShot(0, self._size_docks)
 
+    def event(self, event) -> bool:
+        handled = super().event(event)
+        if event.type() == QEvent.Type.ApplicationFontChange:  # zoomed, by whoever
+            self._set_window_font()
+            # A widget with a stylesheet keeps the font it had when the sheet was set (Qt's
+            # stylesheet style resolves it then): set the sheets again, so every label zooms.
+            self._restyle(lambda sheet: "font-size" not in sheet)
+        return handled
+
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().resizeEvent(event)
         if time.monotonic() < self._auto_size_until:
@@ -248,6 +279,7 @@ class MainWindow(QMainWindow):
     def reset_layout(self) -> None:
         for dock in self.docks.values():
             dock.setFloating(False)
+            self.removeDockWidget(dock)  # out of every tab group: re-tabifying them leaves stray bars
         self._default_layout()
 
     # ----- theme and zoom --------------------------------------------------------------------
@@ -256,15 +288,28 @@ class MainWindow(QMainWindow):
         self.theme_name = theme.apply_theme(app, name)
         self.settings.set_theme(self.theme_name)
         # Stylesheets that say palette(...) are resolved when set: set them again.
-        for widget in app.allWidgets():
-            sheet = widget.styleSheet()
-            if "palette(" in sheet:
-                widget.setStyleSheet(sheet)
+        self._restyle(lambda sheet: "palette(" in sheet)
         self.menus.sync_theme(self.theme_name)
         self.theme_changed.emit(self.theme_name)
 
     def toggle_theme(self) -> None:
         self.set_theme("dark" if self.theme_name == "light" else "light")
+
+    def _set_window_font(self) -> None:
+        """The zoomed application font, set on the window so the dock titles zoom too: a dock
+        draws its title in the font it read once when made (the platform's title font) while
+        its own font equals the application's, and in its own font otherwise. The font differs
+        from the application's only in an unseen style strategy."""
+        font = QFont(QApplication.instance().font())
+        font.setStyleStrategy(QFont.StyleStrategy.PreferQuality)
+        self.setFont(font)
+
+    @staticmethod
+    def _restyle(which) -> None:
+        for widget in QApplication.instance().allWidgets():
+            sheet = widget.styleSheet()
+            if sheet and which(sheet):
+                widget.setStyleSheet(sheet)
 
     def set_zoom(self, factor: float) -> None:
         zoom = theme.apply_zoom(QApplication.instance(), factor)
