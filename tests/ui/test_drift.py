@@ -67,6 +67,42 @@ def test_the_slope_chart_shows_a_corpus_traces_stored_confidences(qtbot, window,
     assert "shared priors" in panel.run_info.text()
 
 
+def test_clicking_a_slope_point_opens_its_trace_in_the_trace_inspector(qtbot, window, tmp_path, open_project,
+                                                                      corpus_dir):
+    from PySide6.QtCore import Qt
+
+    from workbench.core.project.refs import RecordRef
+
+    path, run_id, source = imported(tmp_path, corpus_dir, GATE_FILE)
+    open_project(path)
+    panel = drift_panel(window, qtbot)
+    figure = panel.run_figure
+    qtbot.waitUntil(lambda: figure.isVisible() and figure.width() > 200, timeout=WAIT_MS)
+    x, y, trace_id, words = next(p for p in figure.slope.points if p[3].startswith("γ round 2"))
+    scene = figure.slope.plot.getViewBox().mapViewToScene(pg_point(x, y))
+    with qtbot.waitSignal(window.model.reveal_requested, timeout=WAIT_MS) as blocker:
+        qtbot.mouseClick(figure.viewport(), Qt.MouseButton.LeftButton, pos=figure.mapFromScene(scene))
+    assert blocker.args == [RecordRef("trace", trace_id, run_id)]
+    inspector = window.panels["traceInspectorPanel"]
+    qtbot.waitUntil(lambda: inspector.detail.detail is not None and inspector.detail.detail.id == trace_id,
+                    timeout=WAIT_MS)
+    assert inspector.detail.detail.record["role"] == "gamma" and inspector.detail.detail.record["round_no"] == 2
+    assert inspector.detail.claim.text() == source["r2"]["gamma"]["claim"]
+    assert inspector.isVisible()
+    # the run as a whole: the list narrows to it
+    window.docks["driftPanel"].raise_()
+    with qtbot.waitSignal(window.model.reveal_requested, timeout=WAIT_MS) as blocker:
+        panel.open_button.click()
+    assert blocker.args == [RecordRef("run", run_id)]
+    qtbot.waitUntil(lambda: inspector.filters.run == run_id, timeout=WAIT_MS)
+
+
+def pg_point(x: float, y: float):
+    from PySide6.QtCore import QPointF
+
+    return QPointF(x, y)
+
+
 def test_fap_is_marked_on_the_agent_it_fired_on(qtbot, window, tmp_path, open_project, corpus_dir):
     path, _run_id, source = imported(tmp_path, corpus_dir, "arm-v071-run-FAP-test-007.json")
     open_project(path)

@@ -135,6 +135,24 @@ def test_clicking_a_point_reveals_the_artifact(qtbot, window, tmp_path, open_pro
             qtbot.mouseClick(plot.viewport(), Qt.MouseButton.LeftButton, pos=plot.view_pos(k))
         assert blocker.args == [RecordRef("artifact", int(panel.data.artifact_ids[row]), run_id)]
 
+    # The last one clicked is open in the Trace Inspector (raised over the Quadrant): the call that
+    # wrote the artifact, selected in the list, its reply (the artifact's text) in the detail.
+    inspector = window.panels["traceInspectorPanel"]
+    store = Store.open(path)
+    try:
+        call_id, text = _sql.tuples(store, "SELECT call_id, content FROM artifacts WHERE id = ?",
+                                    (int(panel.data.artifact_ids[row]),))[0]
+    finally:
+        store.close_connection()
+    qtbot.waitUntil(lambda: inspector.detail.detail is not None
+                    and (inspector.detail.detail.kind, inspector.detail.detail.id) == ("call", call_id),
+                    timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: [(inspector.list.model.row(i.row())["_kind"], inspector.list.model.row(i.row())["id"])
+                             for i in inspector.list.view.selectionModel().selectedRows()] == [("call", call_id)],
+                    timeout=WAIT_MS)
+    assert inspector.isVisible()
+    assert text.split(".")[0] in inspector.detail.call_view.reply.toPlainText()
+
 
 def test_save_as_new_classification_stores_a_variant_and_leaves_the_run(qtbot, window, tmp_path, open_project,
                                                                        monkeypatch):

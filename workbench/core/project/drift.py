@@ -81,6 +81,7 @@ class AgentDrift:
     verdict_r2: str
     fap: bool  # alpha/beta: FAP fired on this agent's self-reported delta; gamma: gamma_drift_exceeded
     retries: tuple[float | None, ...] = ()  # confidences of the FAP re-runs (attempts after the first)
+    traces: tuple[int | None, int | None] = (None, None)  # its current round-1 and round-2 trace ids
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,7 @@ class RunDrift:
     contaminated: bool | None
     contaminated_roles: tuple[str, ...] = ()
     notes: list[str] = field(default_factory=list)
+    silent_trace: int | None = None  # the silent baseline's trace id
 
     def value(self, metric: str) -> float | None:
         """A run-level value: ``drift`` (mean harness delta of alpha and beta), ``gamma``
@@ -164,7 +166,7 @@ def run_drift(store: Store, run_id: str) -> RunDrift | None:
     return _run_drift(store, run)
 
 
-_TRACE_COLUMNS = ("round_no, role, attempt, is_current, ok, confidence, claim, verdict, drift_score_json, "
+_TRACE_COLUMNS = ("id, round_no, role, attempt, is_current, ok, confidence, claim, verdict, drift_score_json, "
                   "self_delta_vs_baseline, polarity_gate_fired, reconciliation_status")
 
 
@@ -217,7 +219,8 @@ def _run_drift(store: Store, run: dict) -> RunDrift:
             role=role, cr1=cr1, cr2=cr2, baseline=silent if role == "gamma" else None, delta=delta,
             reported=reported, band=drift_band(delta), mismatch=delta_mismatch(reported, delta),
             verdict_r1=_verdict(current.get((1, role))), verdict_r2=_verdict(r2),
-            fap=fap, retries=tuple(retries.get(role, ())))
+            fap=fap, retries=tuple(retries.get(role, ())),
+            traces=tuple(current[(n, role)]["id"] if (n, role) in current else None for n in (1, 2)))
     g1, g2 = current.get((1, "gamma")), current.get((2, "gamma"))
     gate = bool((g2 and (g2["polarity_gate_fired"] or g2["reconciliation_status"] == "gamma_flip_detected"))
                 or meta.get("polarity_gate_fired") is True)
@@ -235,7 +238,8 @@ def _run_drift(store: Store, run: dict) -> RunDrift:
         silent_agent=meta.get("silentAgent") if isinstance(meta.get("silentAgent"), str) else None,
         polarity_gate=gate, gate_transition=transition, fap_triggered=fap_triggered, fap_abort=fap_abort,
         convergence=_convergence(upstream, provenance, rows), contaminated=contaminated,
-        contaminated_roles=roles)
+        contaminated_roles=roles,
+        silent_trace=current[(1, "silent")]["id"] if (1, "silent") in current else None)
 
 
 def _verdict(row: dict | None) -> str:

@@ -118,7 +118,7 @@ def mode(store: Store, *, writable: bool | None = None) -> tuple[str, str]:
 
 
 # ----- keeping the index --------------------------------------------------------------------------
-def update_index(store: Store, *, batch: int = 20_000) -> Changes:
+def update_index(store: Store, *, batch: int = 20_000, cancel=None) -> Changes:
     """Create the index if it is missing and add the rows written since; one short transaction
     per ``batch`` rows, so a run writing meanwhile waits at most one batch. A table whose rows
     were deleted from its end since (its ids could be reused) makes the whole index be rebuilt.
@@ -136,6 +136,8 @@ def update_index(store: Store, *, batch: int = 20_000) -> Changes:
                 break
     for kind in KIND_NO:
         while True:
+            if cancel is not None and cancel.is_set():  # a threading.Event: stop between batches
+                return Changes()
             with _sql.write(store) as tx:
                 if not _index_batch(tx, kind, batch):
                     break

@@ -20,11 +20,12 @@ import threading
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, QTimer
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSizePolicy, QSplitter, QStackedWidget, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QSplitter, QStackedWidget,
+                               QVBoxLayout, QWidget)
 
 from workbench.core.project import drift
 from workbench.core.project.changes import Changes
+from workbench.core.project.refs import RecordRef
 from workbench.core.project.store import Store
 from workbench.services.project_model import ProjectModel
 from workbench.ui.panels.base import Panel
@@ -73,11 +74,11 @@ class DriftPanel(Panel):
         self.pickers = QStackedWidget(self)
         self.run_combo = QComboBox(self.pickers)
         self.run_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.run_combo.setMinimumContentsLength(24)
+        self.run_combo.setMinimumContentsLength(16)
         self.run_combo.activated.connect(self._on_run_chosen)
         self.batch_combo = QComboBox(self.pickers)
         self.batch_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.batch_combo.setMinimumContentsLength(24)
+        self.batch_combo.setMinimumContentsLength(16)
         self.batch_combo.activated.connect(self._on_batch_chosen)
         self.pickers.addWidget(self.run_combo)
         self.pickers.addWidget(self.batch_combo)
@@ -98,6 +99,11 @@ class DriftPanel(Panel):
         self.export_button = export_button(self, self._chart, self._export_name, self._on_exported,
                                            self._on_export_failed)
         bar.addWidget(self.export_button)
+        self.open_button = QPushButton("Open in Inspector", self)
+        self.open_button.setToolTip("Open in Trace Inspector: this run's traces (or click a point of the "
+                                    "slope chart to open that trace).")
+        self.open_button.clicked.connect(self._on_open_run)
+        bar.addWidget(self.open_button)
         self._layout.addLayout(bar)
         # What the project holds for this panel, on one line (as the placeholder showed it).
         self.summary = QLabel(self)
@@ -232,6 +238,7 @@ class DriftPanel(Panel):
 
             self.run_figure = RunDriftFigure(self.run_page)
             self.run_figure.setSizePolicy(*FIGURE_POLICY)
+            self.run_figure.trace_clicked.connect(self._on_trace_clicked)
             self.run_page.layout().insertWidget(0, self.run_figure, 1)
         self.run_figure.set_run(run)
         self.pages.setCurrentWidget(self.run_page)
@@ -285,6 +292,16 @@ class DriftPanel(Panel):
         self.pickers.setCurrentWidget(self.batch_combo if batch else self.run_combo)
         for widget in (self.group_label, self.group_combo, self.metric_combo):
             widget.setVisible(batch)
+        self.open_button.setVisible(not batch)
+
+    # ----- "Open in Trace Inspector" ---------------------------------------------------------
+    def _on_trace_clicked(self, trace_id: int) -> None:
+        if self.run is not None:
+            self.model.reveal(RecordRef("trace", trace_id, self.run.run_id))
+
+    def _on_open_run(self) -> None:
+        if self.run is not None:
+            self.model.reveal(RecordRef("run", self.run.run_id))
 
     def set_mode(self, mode: str) -> None:
         self.mode = mode

@@ -4,8 +4,9 @@ list that pages, and any one of them read whole.
 - **List**: a ``PagedTable`` over ``core.project.records``: only the windows shown are held, read
   off the GUI thread, filtered (the drop-downs above it) and sorted (any column header) in SQL.
   The box above the list searches claims, reasoning and raw replies, with FTS5 where SQLite has
-  it (the index is made the first time someone searches) and ``LIKE`` otherwise; the bar says
-  which ("Search: FTS5" or "Search: LIKE (slower)").
+  it and ``LIKE`` otherwise; the bar says which ("Search: FTS5" or "Search: LIKE (slower)"). The
+  index is built in the background as soon as a writable project is shown (searches meanwhile
+  are ``LIKE``, and the bar says "indexing…"), and brought up to date when it lags.
 - **Detail**: the record chosen, read off the GUI thread (``core.project.record_detail``):
   claim, confidence and verdict first, then every field; the fenced request and the raw reply;
   for an ARM trace its run's stored values beside the recomputed ones; R1 against R2, and two
@@ -21,7 +22,7 @@ import html
 from dataclasses import dataclass, replace
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QSplitter, QWidget
+from PySide6.QtWidgets import QDockWidget, QSplitter, QWidget
 
 from workbench.core.project.changes import Changes
 from workbench.core.project.records import Facets, RecordFilter
@@ -74,6 +75,8 @@ class TraceInspectorPanel(Panel):
         self.shown: tuple[str, object] | None = None  # the record in the detail view (or being read)
         self._reveal: dict | None = None  # {"key": (kind, id), "windows": n} while a revealed row is sought
         self._indexing = False
+        self._index_error = ""
+        self._index_worker = None
         self._fresh = True
         self._detail_reader = Reader(model.reads, self, name="read record detail")
         self._compare_reader = Reader(model.reads, self, name="read run comparison")
@@ -133,6 +136,8 @@ class TraceInspectorPanel(Panel):
         self.facets = view.facets
         self.filter_bar.set_facets(view.facets, view.counts)
         self._show_search_mode()
+        if not self._index_error:  # a build that failed is tried again by a search, not by every read
+            self._keep_index()
         self.filter_bar.show()
         self.split.show()
         if self.shown is not None and self.detail.detail is not None:
@@ -144,12 +149,16 @@ class TraceInspectorPanel(Panel):
             return
         label = self.filter_bar.search_mode
         if v.search == "FTS5" and v.indexed:
-            label.setText("Search: FTS5")
+            label.setText("Search: FTS5" + (" · indexing…" if self._indexing else ""))
             label.setToolTip(f"Full-text index ({v.pending:,} rows added since are matched with LIKE until "
-                             "the next search brings it up to date)." if v.pending else "Full-text index, up to date.")
+                             "the index catches up)." if v.pending else "Full-text index, up to date.")
         elif v.search == "FTS5":
-            label.setText("Search: LIKE (slower)" + (" · building the FTS5 index…" if self._indexing else ""))
-            label.setToolTip("The FTS5 index is made the first time you search; until then every search is LIKE.")
+            label.setText("Search: FTS5 · indexing…" if self._indexing else "Search: LIKE (slower)")
+            label.setToolTip("The FTS5 index is being built in the background; until it is ready every "
+                             "search is LIKE." if self._indexing else
+                             f"The FTS5 index could not be built ({self._index_error}); every search is LIKE."
+                             if self._index_error else
+                             "No FTS5 index yet: it is built when the project is shown or searched.")
         else:
             label.setText("Search: LIKE (slower)")
             label.setToolTip(f"No full-text index: {v.why}.")
@@ -157,6 +166,7 @@ class TraceInspectorPanel(Panel):
     def _on_opened(self, store) -> None:
         super()._on_opened(store)
         self._indexing = False
+        self._index_error = ""
         self._fresh = True
         self.filter_bar.set_filters(RecordFilter())
         self.filters = RecordFilter()
@@ -188,6 +198,9 @@ class TraceInspectorPanel(Panel):
         return not changes.runs or run is None or run in changes.runs
 
     def clear(self) -> None:
+        if self._index_worker is not None:
+            self._index_worker.cancel_event.set()  # it stops between batches; what it indexed stays
+            self._index_worker = None
         self._detail_reader.cancel()
         self._compare_reader.cancel()
         self._reveal_reader.cancel()
@@ -222,23 +235,47 @@ class TraceInspectorPanel(Panel):
         self._set_source()
 
     def _on_search_text(self, text: str) -> None:
-        """The first search makes the FTS5 index; later ones bring it up to date when it lags."""
+        """A search brings the FTS5 index up to date when it lags (or makes it, if still missing)."""
+        if text.strip():
+            self._keep_index()
+
+    def _keep_index(self) -> None:
+        """Build the FTS5 index in the background when this SQLite has FTS5 and the project is
+        writable but has no index yet, or bring it up to date when it lags by INDEX_AFTER rows.
+        The index is derived data (no Changes): this never touches what a run records."""
         v, store = self.view_info, self.model.store
-        if not text.strip() or v is None or store is None or store.read_only or self._indexing:
+        if v is None or store is None or store.read_only or self._indexing:
             return
         if v.search != "FTS5" or (v.indexed and v.pending < INDEX_AFTER):
             return
         from workbench.core.project import search
 
         self._indexing = True
+        self._index_error = ""
         self._show_search_mode()
 
-        def done(_changes) -> None:
-            self._indexing = False
-            self.request(Changes())  # re-read the index state: the label says FTS5 now
-            self.list.refresh()
+        def index(cancel) -> Changes:
+            try:
+                return search.update_index(store, cancel=cancel)
+            except Exception as exc:  # noqa: BLE001 (derived data: searching goes on with LIKE)
+                return exc  # type: ignore[return-value]
+            finally:
+                store.close_connection()
 
-        self.model.write("index the project for search", search.update_index, done)
+        def done(result) -> None:
+            if self.model.store is not store:
+                return  # another project is open now
+            self._indexing = False
+            if isinstance(result, Exception):
+                self._index_error = str(result) or type(result).__name__
+            self.request(Changes())  # re-read the index state: the label says FTS5 now
+            if self.list.filter.text().strip():
+                self.list.refresh()  # the search shown runs on the index now
+
+        # On the model's write pool but not as a user's job: the index is derived data, so the
+        # window is not "busy" (File ▸ Import, Save As… stay enabled) while it is built.
+        self._index_worker = self.model.workers.start("index the project for search", index, done,
+                                                      lambda _error: done(None))
 
     def visible_keys(self) -> list[tuple[str, object]]:
         model = self.list.model
@@ -324,17 +361,24 @@ class TraceInspectorPanel(Panel):
 
     # ----- "Open in Trace Inspector" ----------------------------------------------------------------
     def reveal(self, ref: RecordRef) -> None:
-        """Show ``ref``'s record: its detail at once, its row selected once the list has it."""
+        """Show ``ref``'s record: its detail at once, its row selected once the list has it (and
+        this panel's dock shown and raised, so a link from another panel lands in view)."""
         reading = self._reading
         if reading is None:
             return
+        dock = self.parentWidget()
+        while dock is not None and not isinstance(dock, QDockWidget):
+            dock = dock.parentWidget()
+        if dock is not None:
+            dock.show()
+            dock.raise_()
         filters, text = self.filters, self.list.filter.text().strip()
 
         def read(_cancel):
             from workbench.core.project import records, search
 
             if ref.kind == "run":
-                return None, ref.id, True
+                return None, ref.id, False  # a run: the list narrows to its records
             found = records.locate(reading, ref.kind, ref.id)
             if found is None:
                 return None, ref.run_id, False

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QBrush
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QCursor
+from PySide6.QtWidgets import QToolTip
 
 from workbench.ui import theme
 from workbench.ui.plots.convergence_plot import ConvergenceChart, DistributionChart
@@ -33,6 +34,8 @@ ROLES = ("alpha", "beta", "gamma")
 GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "silent": "silent"}
 OFFSET = {"alpha": -0.035, "beta": 0.0, "gamma": 0.035}  # keeps lines apart at equal confidences
 UP, DOWN = 0.04, -0.15
+STACK_BELOW_PX = 900  # a run's figure narrower than this puts its slope chart above the other two
+HIT_PX = 10.0  # how close (in pixels) the pointer must be to a slope chart's point
 
 
 class SlopeChart:
@@ -70,10 +73,40 @@ class SlopeChart:
                                                  brush=QBrush(Qt.BrushStyle.NoBrush))
         plot.addItem(self.retries)
         self.data: dict[str, tuple[float | None, float | None]] = {}
+        # Where each trace is drawn: (x, y, trace id, what it is), for hover and click.
+        self.points: list[tuple[float, float, int, str]] = []
+        self._placed: list[tuple[float, int, Any]] = []
+        self._span = 1.0
+        plot.getViewBox().sigResized.connect(lambda *_: self._place_labels())
+
+    def _place_labels(self) -> None:
+        """Each agent's label beside its round-2 end, spread apart so that none overlaps the next
+        (one 8pt line is about 13 pixels: in data units, from the chart's height now)."""
+        height = self.plot.getViewBox().height()
+        line_h = self._span * (13.0 / height if height > 60 else 0.042)
+        floor = None
+        for y, lines, label in sorted(self._placed, key=lambda p: -p[0]):
+            top = y + line_h * 0.8 if floor is None else min(y + line_h * 0.8, floor)
+            label.setPos(1.08, top)
+            floor = top - lines * line_h
+
+    def trace_at(self, scene_pos, max_px: float = HIT_PX) -> tuple[int, str] | None:
+        """The trace drawn nearest ``scene_pos`` (within ``max_px``): (its id, what it is)."""
+        vb = self.plot.getViewBox()
+        if not self.points or not vb.sceneBoundingRect().contains(scene_pos):
+            return None
+        best, best_d = None, max_px * max_px
+        for x, y, trace, words in self.points:
+            p = vb.mapViewToScene(pyqtgraph.Point(x, y))
+            d = (p.x() - scene_pos.x()) ** 2 + (p.y() - scene_pos.y()) ** 2
+            if d <= best_d:
+                best, best_d = (trace, words), d
+        return best
 
     def set_run(self, run: Any) -> None:
         """``run``: a :class:`workbench.core.project.drift.RunDrift`."""
         ys: list[float] = []
+        self.points = []
         placed: list[tuple[float, int, Any]] = []  # (y, lines, label): spread apart once the range is known
         band_x, band_y0, band_h, band_brushes = [], [], [], []
         retry_x, retry_y = [], []
@@ -89,6 +122,9 @@ class SlopeChart:
             x0, x1 = 0 + OFFSET[role], 1 + OFFSET[role]
             pts = [(x, y) for x, y in ((x0, agent.cr1), (x1, agent.cr2)) if y is not None]
             line.setData([p[0] for p in pts], [p[1] for p in pts])
+            for n, (x, y) in enumerate(((x0, agent.cr1), (x1, agent.cr2)), start=1):
+                if y is not None and agent.traces[n - 1] is not None:
+                    self.points.append((x, y, agent.traces[n - 1], f"{GREEK[role]} round {n}: confidence {y:.2f}"))
             ys += [p[1] for p in pts]
             ref = agent.baseline if role == "gamma" else agent.cr1
             if ref is not None:
@@ -128,6 +164,8 @@ class SlopeChart:
         gamma = run.agents.get("gamma")
         if run.silent is not None:
             self.silent.setData(x=[0], y=[run.silent])
+            if run.silent_trace is not None:
+                self.points.append((0.0, run.silent, run.silent_trace, f"silent baseline: confidence {run.silent:.2f}"))
             ys.append(run.silent)
             who = f" ({run.silent_agent} draw)" if run.silent_agent and run.silent_agent != "gamma" else ""
             self.silent_label.setHtml(html(f"silent baseline{who}<br>{run.silent:.2f}", role_colour("silent"),
@@ -147,12 +185,8 @@ class SlopeChart:
             pad = max((hi - lo) * 0.15, 0.04)
             lo, hi = max(lo - pad, -0.02), min(hi + pad, 1.02)
             self.plot.setYRange(lo, hi, padding=0)
-            line_h = (hi - lo) * 0.042  # about one 8pt line at a usual plot height
-            floor = None
-            for y, lines, label in sorted(placed, key=lambda p: -p[0]):
-                top = y + line_h * 0.8 if floor is None else min(y + line_h * 0.8, floor)
-                label.setPos(1.08, top)
-                floor = top - lines * line_h
+            self._placed, self._span = placed, hi - lo
+            self._place_labels()
         title = "Confidence, round 1 → round 2 (bars: the +0.04 band)"
         if run.fap_abort:
             title += " · FAP: γ round 2 aborted (silent baseline failed)"
@@ -219,25 +253,87 @@ class DeltaChart:
 
 
 class RunDriftFigure(pyqtgraph.GraphicsLayoutWidget):
-    """One ARM run: slope chart, drift bands, convergence (exported together)."""
+    """One ARM run: slope chart, drift bands, convergence (exported together). Hovering a point of
+    the slope chart names its trace; a click on it emits ``trace_clicked`` (the trace's id)."""
+
+    trace_clicked = Signal(int)
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("RunDriftFigure")
         self.setBackground(background())
+        self._hover: int | None = None
+        self.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self.scene().sigMouseClicked.connect(self._on_mouse_clicked)
         self.slope = SlopeChart(self.addPlot(row=0, col=0))
         self.delta = DeltaChart(self.addPlot(row=0, col=1))
         self.convergence = ConvergenceChart(self.addPlot(row=0, col=2))
         self.convergence.plot.setTitle(html("Round-1 convergence", size="9pt"))
+        self.stacked = False  # a narrow dock: the slope chart above, drift and convergence below
+        self._lay_out(False)
+
+    def _lay_out(self, stacked: bool) -> None:
+        """One row of three charts, or (narrow) the slope chart over the other two, so that no
+        chart is pushed out of view: the charts' titles and axes give the row a minimum width."""
+        self.stacked = stacked
+        for plot in (self.slope.plot, self.delta.plot, self.convergence.plot):
+            self.ci.removeItem(plot)
         layout = self.ci.layout
-        layout.setColumnStretchFactor(0, 5)
-        layout.setColumnStretchFactor(1, 3)
-        layout.setColumnStretchFactor(2, 3)
+        if stacked:
+            self.ci.addItem(self.slope.plot, row=0, col=0, colspan=2)
+            self.ci.addItem(self.delta.plot, row=1, col=0)
+            self.ci.addItem(self.convergence.plot, row=1, col=1)
+            stretches = (3, 2, 0)
+            layout.setRowStretchFactor(0, 3)
+            layout.setRowStretchFactor(1, 2)
+        else:
+            self.ci.addItem(self.slope.plot, row=0, col=0)
+            self.ci.addItem(self.delta.plot, row=0, col=1)
+            self.ci.addItem(self.convergence.plot, row=0, col=2)
+            stretches = (5, 3, 3)
+            layout.setRowStretchFactor(0, 1)
+            layout.setRowStretchFactor(1, 0)
+        for col, stretch in enumerate(stretches):
+            layout.setColumnStretchFactor(col, stretch)
+        # The lower charts are short when stacked: their axis titles shorten to fit.
+        fg = foreground().name()
+        self.delta.plot.setLabel("left", "drift Δ" if stacked else "drift Δ (γ: against the silent baseline)",
+                                 color=fg)
+        self.convergence.plot.setLabel("left", "convergence" if stacked else "round-1 convergence (α, β, γ claims)",
+                                       color=fg)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        # pyqtgraph calls this with None while it builds the view, before the charts exist.
+        if event is not None and hasattr(self, "convergence"):
+            stacked = event.size().width() < STACK_BELOW_PX
+            if stacked != self.stacked:
+                self._lay_out(stacked)
+        super().resizeEvent(event)
 
     def set_run(self, run: Any) -> None:
         self.slope.set_run(run)
         self.delta.set_run(run)
         self.convergence.set_values(run.convergence)
+
+    def _on_mouse_moved(self, scene_pos) -> None:
+        hit = self.slope.trace_at(scene_pos)
+        trace = hit[0] if hit else None
+        if trace == self._hover:
+            return
+        self._hover = trace
+        if hit:
+            QToolTip.showText(QCursor.pos(), f"{hit[1]} · trace #{trace}\nClick to open it in the Trace Inspector.",
+                              self)
+        else:
+            QToolTip.hideText()
+
+    def _on_mouse_clicked(self, event) -> None:
+        if event.button() != Qt.MouseButton.LeftButton:
+            return
+        hit = self.slope.trace_at(event.scenePos())
+        if hit:
+            event.accept()
+            self.trace_clicked.emit(hit[0])
 
     def export_item(self) -> Any:
         return self.scene()
