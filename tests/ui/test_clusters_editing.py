@@ -534,3 +534,46 @@ def test_a_persona_being_typed_is_saved_to_its_own_agent_when_another_is_selecte
     agents = {a["id"]: a["persona"] for c in stored_panel(demo)["clusters"] for a in c["agents"]}
     assert agents["a1"] == "Only for a1." and agents["c1"].startswith("Disability-access")
     assert panel.agent_editor.persona_text.toPlainText().startswith("Disability-access")
+
+
+def test_a_project_made_through_mcp_gets_a_panel_and_keeps_its_findings(qtbot, window, panel, tmp_path, open_project):
+    """The Consensus Server (MCP) writes findings and votes, no clusters: the panel is built on
+    that same file by clicking, and the findings and votes the clients sent are untouched."""
+    import anyio
+    import mcp_types as types
+    from mcp import Client
+
+    from workbench.services.mcp.server import ConsensusServer
+
+    path = tmp_path / "mcp.rwb"
+    store = Store.create(path)
+    with ConsensusServer(store) as server:
+        async def main():
+            async with Client(server, client_info=types.Implementation(name="scout-agent", version="1.0"),
+                              mode="auto") as client:
+                made = await client.call_tool("create_finding", {"claim": "The cache is write-through."})
+                finding = made.structured_content["finding_id"] if "finding_id" in made.structured_content \
+                    else made.structured_content["id"]
+                await client.call_tool("submit_vote", {"finding_id": finding, "agent": "auditor",
+                                                       "vote_type": "confirm", "confidence": 0.8,
+                                                       "reason": "Seen in the config."})
+        anyio.run(main)
+    store.close_connection()
+    def votes() -> int:
+        import sqlite3
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            return db.execute("SELECT COUNT(*) FROM finding_votes").fetchone()[0]
+
+    assert votes() == 1
+
+    open_project(path)
+    panel.history = None
+    click(qtbot, panel, panel.add_cluster_button)
+    qtbot.waitUntil(lambda: panel.cluster_editor.cluster is not None, timeout=WAIT_MS)
+    type_line(qtbot, panel.cluster_editor.name, "auditors")
+    settle(qtbot, window, panel)
+    for _ in range(2):
+        click(qtbot, panel, panel.add_agent_button)
+        settle(qtbot, window, panel)
+    assert [(c["name"], len(c["agents"])) for c in stored_panel(path)["clusters"]] == [("auditors", 2)]
+    assert votes() == 1

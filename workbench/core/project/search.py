@@ -3,7 +3,8 @@
 Where SQLite has FTS5 (3.40 here does), an index is kept in the project file beside the
 versioned schema, not in it: ``search_index``, a contentless FTS5 table (it stores the index,
 never a second copy of the text), and ``search_state``, how far each table is indexed. It is
-derived data: created lazily the first time someone searches, brought up to date from the rows
+derived data: built in the background when the window shows a writable project (or at the
+first search), brought up to date from the rows
 added since (each table is append-only, so its last indexed id is its watermark), and dropped
 or rebuilt at will (:func:`drop_index`, :func:`rebuild_index`). A search never waits for it:
 rows past a table's watermark are matched with ``LIKE``, so the answer is complete even while
