@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QTextDocument
+from PySide6.QtGui import QColor, QTextDocument
 
 from tests.core.test_records import BAD_VOTE_TEXT, build_project
 from tests.ui.conftest import WAIT_MS
@@ -220,3 +220,108 @@ def test_stored_versus_recomputed_shows_an_imported_traces_stored_values_with_no
     assert "not recomputable offline" in rows["embedding_convergence"][5]
     reveal(qtbot, window, panel, RecordRef("vote", ids["bad_vote"], ids["rcp"]))
     assert not panel.detail.tabs.isTabVisible(panel.detail.tab_stored)  # only ARM traces have stored values
+
+
+def _in_dock(qtbot, window, size):
+    """A second Trace Inspector on the window's model, in a scroll area like a dock's, ``size``."""
+    from PySide6.QtWidgets import QFrame, QScrollArea
+
+    from workbench.ui.panels.trace_inspector_panel import TraceInspectorPanel
+
+    area = QScrollArea()
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setWidgetResizable(True)
+    panel = TraceInspectorPanel(window.model)
+    area.setWidget(panel)
+    qtbot.addWidget(area)
+    area.resize(*size)
+    area.show()
+    return area, panel
+
+
+def test_the_default_dock_size_shows_list_and_detail_without_scrolling(qtbot, window, project, open_project):
+    path, ids = project
+    area, panel = _in_dock(qtbot, window, (780, 300))
+    open_project(path)
+    reveal(qtbot, window, panel, RecordRef("trace", ids["gamma_r2"], ids["arm"]))
+    qtbot.waitUntil(lambda: panel.split.isVisible(), timeout=WAIT_MS)
+    # The panel asks for no more than the dock has: the dock does not scroll, the detail is in view.
+    assert panel.height() <= area.viewport().height() and not area.verticalScrollBar().isVisible()
+    assert panel.split.orientation() == Qt.Orientation.Horizontal  # wide and short: side by side
+    assert panel.filter_bar.folded and panel.filter_bar.grid_box.isHidden()  # short: the filters fold
+    detail = panel.detail.mapTo(panel, panel.detail.rect().bottomRight())
+    assert detail.y() <= area.viewport().height() and panel.detail.tabs.height() >= 60
+    assert panel.detail.claim_box.isVisible() and panel.detail.claim_box.height() > 0
+    # Unfolded by the user, the filters stay so.
+    panel.filter_bar.toggle.click()
+    assert not panel.filter_bar.folded
+    area.resize(780, 320)
+    qtbot.waitUntil(lambda: panel.width() == area.viewport().width(), timeout=WAIT_MS)
+    assert not panel.filter_bar.folded
+    panel.filter_bar.toggle.click()
+    # A narrow, short dock stacks them, still without scrolling.
+    area.resize(500, 320)
+    qtbot.waitUntil(lambda: panel.split.orientation() == Qt.Orientation.Vertical, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: panel.width() == area.viewport().width(), timeout=WAIT_MS)
+    assert panel.minimumSizeHint().height() <= 320 and panel.minimumSizeHint().width() <= 500
+    assert not area.verticalScrollBar().isVisible() and not area.horizontalScrollBar().isVisible()
+
+
+def test_the_list_and_detail_switch_between_side_by_side_and_stacked_both_ways(qtbot, window, project, open_project):
+    path, ids = project
+    area, panel = _in_dock(qtbot, window, (600, 700))
+    open_project(path)
+    reveal(qtbot, window, panel, RecordRef("trace", ids["gamma_r2"], ids["arm"]))
+    vertical, horizontal = Qt.Orientation.Vertical, Qt.Orientation.Horizontal
+    qtbot.waitUntil(lambda: panel.split.orientation() == vertical, timeout=WAIT_MS)  # narrow: stacked
+    for width, want in ((950, horizontal), (600, vertical), (950, horizontal), (1200, horizontal), (650, vertical)):
+        area.resize(width, 700)
+        qtbot.waitUntil(lambda: panel.split.orientation() == want, timeout=WAIT_MS)
+        assert panel.detail.detail is not None  # the record stays shown
+    # The panel on its own (no dock) follows its own size the same way.
+    panel2 = panel
+    area.takeWidget()
+    qtbot.addWidget(panel2)
+    panel2.resize(950, 600)
+    panel2.show()
+    qtbot.waitUntil(lambda: panel2.split.orientation() == horizontal, timeout=WAIT_MS)
+    panel2.resize(600, 600)
+    qtbot.waitUntil(lambda: panel2.split.orientation() == vertical, timeout=WAIT_MS)
+
+
+def test_the_header_and_the_r1_r2_diff_read_in_both_themes_after_a_theme_change(qtbot, window, panel, project,
+                                                                                  open_project):
+    from PySide6.QtGui import QPalette
+
+    from workbench.ui import theme
+
+    path, ids = project
+    open_project(path)
+    reveal(qtbot, window, panel, RecordRef("trace", ids["gamma_r2"], ids["arm"]))
+    panel.detail.tabs.setCurrentIndex(panel.detail.compare_index)
+
+    def ratios() -> dict[str, float]:
+        title = panel.detail.title
+        pal = title.palette()
+        ink = pal.color(title.foregroundRole())
+        out = {f"title on {role.name}": theme.contrast(ink, pal.color(role))
+               for role in (QPalette.ColorRole.Window, QPalette.ColorRole.Base)}
+        view = panel.compare.rounds
+        base = view.palette().color(QPalette.ColorRole.Base)
+        doc = view.document()
+        for word, what in (("security", "removed"), ("refrain", "added")):
+            found = doc.find(word)
+            assert not found.isNull(), word
+            out[f"{what} word"] = theme.contrast(found.charFormat().foreground().color(), base)
+        return out
+
+    try:
+        for name in ("dark", "light", "dark"):  # at run time, each way
+            window.set_theme(name)
+            qtbot.waitUntil(lambda: panel.compare.rounds.palette().color(QPalette.ColorRole.Base)
+                            == QColor(theme.PALETTES[name]["Base"]), timeout=WAIT_MS)
+            low = {k: round(v, 2) for k, v in ratios().items() if v < 4.5}
+            assert not low, f"{name}: below 4.5:1: {low}"
+            assert "Trace #" in panel.detail.title.text()
+    finally:
+        window.set_theme("light")

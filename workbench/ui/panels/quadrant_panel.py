@@ -22,8 +22,8 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout,
-                               QLabel, QPushButton, QScrollArea, QSlider, QSplitter, QStackedWidget,
-                               QTabWidget, QVBoxLayout, QWidget)
+                               QLabel, QPushButton, QScrollArea, QSizePolicy, QSlider, QSplitter, QStackedWidget,
+                               QTabWidget, QToolButton, QVBoxLayout, QWidget)
 
 from workbench.core.project import quadrant
 from workbench.core.project.changes import Changes
@@ -31,6 +31,7 @@ from workbench.core.project.refs import RecordRef
 from workbench.core.project.store import Store
 from workbench.services.project_model import ProjectModel
 from workbench.ui.panels.base import Panel
+from workbench.ui.panels.dock_room import RoomWatch, room, unwrap_summary
 from workbench.ui.widgets.record_table import RecordTable
 
 KEEP = object()  # a read that left the run's arrays as they were
@@ -43,6 +44,9 @@ VARIANT_COLUMNS = (("label", "Label"), ("round", "Round"), ("settings", "Setting
 MAX_LISTED = 2000
 NARROW_PX = 820  # below this width the what-if goes under the chart
 SIDE_MAX_PX = 460
+SHORT_PX = 520  # a dock shorter than this hides the summary line, and (narrow) folds the what-if away
+LEGEND_PX = 400  # a dock shorter than this folds the legend away (the "Legend" button unfolds it)
+CHART_MIN = (220, 170)  # the chart's smallest size: what the default dock gives, whole
 # A new theme (palette) or zoom (application font) makes the charts again in its colours and sizes.
 RESTYLE_EVENTS = (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange, QEvent.Type.FontChange,
                   QEvent.Type.ApplicationFontChange)
@@ -181,17 +185,32 @@ class QuadrantPanel(Panel):
         self._restyle_due = False
 
         bar = QHBoxLayout()
-        bar.addWidget(QLabel("Run", self))
+        self.run_label = QLabel("Run", self)
+        bar.addWidget(self.run_label)
         self.run_combo = QComboBox(self)
-        self.run_combo.setMinimumContentsLength(24)
+        self.run_combo.setMinimumContentsLength(8)
         self.run_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.run_combo.activated.connect(self._on_run_chosen)
         bar.addWidget(self.run_combo, 1)
-        bar.addWidget(QLabel("Round", self))
+        self.round_label = QLabel("Round", self)
+        bar.addWidget(self.round_label)
         self.round_combo = QComboBox(self)
-        self.round_combo.setMinimumContentsLength(10)
+        self.round_combo.setMinimumContentsLength(5)
+        self.round_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.round_combo.activated.connect(self._on_round_chosen)
         bar.addWidget(self.round_combo)
+        # The what-if and its lists: beside the chart (wide), under it (tall), folded away in a
+        # dock both narrow and short so that the chart keeps the room (this button unfolds them).
+        self.whatif_toggle = QToolButton(self)
+        self.whatif_toggle.setObjectName("whatifToggle")
+        self.whatif_toggle.setText("What-if")
+        self.whatif_toggle.setCheckable(True)
+        self.whatif_toggle.setChecked(True)
+        self.whatif_toggle.setToolTip("Show or hide the what-if (thresholds, τ, weights) and the lists of changes")
+        self.whatif_toggle.toggled.connect(self._on_whatif_toggled)
+        self.whatif_toggle.clicked.connect(self._on_whatif_clicked)
+        self._whatif_chosen = False
+        bar.addWidget(self.whatif_toggle)
         from workbench.ui.plots.export import export_button
 
         self.export_button = export_button(self, self._chart, self._export_name, self._on_exported,
@@ -218,7 +237,21 @@ class QuadrantPanel(Panel):
         self.info.setObjectName("quadrantInfo")
         self.info.setWordWrap(True)
         self.info.setTextFormat(Qt.TextFormat.RichText)
-        left_layout.addWidget(self.info)
+        info_row = QHBoxLayout()
+        # The legend folds away in a short dock (this button, on the info line, unfolds it).
+        self.legend_toggle = QToolButton(left)
+        self.legend_toggle.setObjectName("legendToggle")
+        self.legend_toggle.setText("Legend")
+        self.legend_toggle.setCheckable(True)
+        self.legend_toggle.setChecked(True)
+        self.legend_toggle.setAutoRaise(True)
+        self.legend_toggle.setToolTip("Show or hide the markers' legend")
+        self.legend_toggle.toggled.connect(self._on_legend_toggled)
+        self.legend_toggle.clicked.connect(self._on_legend_clicked)
+        self._legend_chosen = False
+        info_row.addWidget(self.legend_toggle, 0, Qt.AlignmentFlag.AlignTop)
+        info_row.addWidget(self.info, 1)
+        left_layout.addLayout(info_row)
 
         side = self.side = QWidget(self.splitter)
         side.setMaximumWidth(SIDE_MAX_PX)
@@ -247,6 +280,12 @@ class QuadrantPanel(Panel):
         self._layout.addWidget(self.splitter, 1)
         self.splitter.hide()
         self.whatif.setEnabled(False)
+
+        self.stack.setMinimumSize(*CHART_MIN)
+        self.legend.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self._summary = unwrap_summary(self)  # (its height-for-width made the dock scroll)
+        self.short = False
+        self._room_watch = RoomWatch(self, self._fit_room)
 
         self._throttle = QTimer(self)
         self._throttle.setSingleShot(True)
@@ -373,15 +412,43 @@ class QuadrantPanel(Panel):
         self._reclassify()
 
     # ----- drawing ---------------------------------------------------------------------------
-    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
-        super().resizeEvent(event)
-        # A narrow dock stacks the what-if under the chart; a wide one puts it beside.
-        wide = self.width() >= NARROW_PX
+    def _fit_room(self) -> None:
+        """From the room the dock gives (never the panel's own size, which its minimum may hold
+        larger): a wide dock puts the what-if beside the chart, a narrow one under it; a narrow
+        and short one folds it away (unless the user chose), so the whole chart stays in view."""
+        size = room(self)
+        width, height = size.width(), size.height()
+        if width <= 0 or height <= 0:
+            return
+        wide = width >= NARROW_PX
+        short = height < SHORT_PX
+        if short != self.short:
+            self.short = short
+            if self._summary is not None:
+                self._summary.setVisible(not short)
+        if not self._whatif_chosen:
+            self.whatif_toggle.setChecked(wide or not short)
+        if not self._legend_chosen:
+            self.legend_toggle.setChecked(height >= LEGEND_PX)
+        for label in (self.run_label, self.round_label):  # the drop-downs' items say what they are
+            label.setVisible(width >= 600)
         orientation = Qt.Orientation.Horizontal if wide else Qt.Orientation.Vertical
         if self.splitter.orientation() != orientation:
             self.splitter.setOrientation(orientation)
-            self.side.setMaximumWidth(SIDE_MAX_PX if wide else 16_777_215)
-            self.side.setMaximumHeight(16_777_215 if wide else max(self.height() // 2, 240))
+        self.side.setMaximumWidth(SIDE_MAX_PX if wide else 16_777_215)
+        self.side.setMaximumHeight(16_777_215 if wide else max(height // 2, 200))
+
+    def _on_whatif_toggled(self, shown: bool) -> None:
+        self.side.setVisible(shown)
+
+    def _on_whatif_clicked(self, _checked: bool) -> None:
+        self._whatif_chosen = True
+
+    def _on_legend_toggled(self, shown: bool) -> None:
+        self.legend.setVisible(shown)
+
+    def _on_legend_clicked(self, _checked: bool) -> None:
+        self._legend_chosen = True
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().showEvent(event)

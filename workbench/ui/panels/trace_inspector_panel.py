@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, replace
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtWidgets import QDockWidget, QSplitter, QWidget
 
 from workbench.core.project.changes import Changes
@@ -31,6 +31,7 @@ from workbench.services.project_model import ProjectModel
 from workbench.services.reads import PageQuery, Reader
 from workbench.ui import theme
 from workbench.ui.panels.base import Panel
+from workbench.ui.panels.dock_room import RoomWatch, room, unwrap_summary
 from workbench.ui.undo import EditQueue, edit
 from workbench.ui.widgets.paged_table import PagedTable
 from workbench.ui.widgets.record_diff import CompareView, r1_r2_html, runs_html
@@ -48,6 +49,14 @@ TABLE_OF = {"call": "llm_calls", "trace": "traces", "vote": "votes", "ballot": "
 RECORD_TABLES = ("llm_calls", "traces", "votes", "cons_ballots", "findings", "finding_votes", "audit_notes")
 REVEAL_WINDOWS = 50  # windows loaded at most to find a revealed row (200 rows each)
 INDEX_AFTER = 2_000  # rows added since the index was last brought up to date before a search updates it
+# The list and the detail side by side from this width (and not much taller than wide), one above
+# the other below it. Decided from the room the dock gives (its viewport), never from the panel's
+# own size, which its minimum size may hold larger: so a switch never sticks.
+SIDE_BY_SIDE_PX = 720
+SIDE_BY_SIDE_ASPECT = 0.8  # side by side only when the width is at least this share of the height
+SHORT_PX = 460  # a dock shorter than this folds the filters (unless the user chose) and hides the summary
+LIST_MIN = QSize(200, 96)  # the list and the detail never ask for more than this: a dock never scrolls
+DETAIL_MIN = QSize(260, 150)
 
 
 @dataclass(frozen=True)
@@ -106,14 +115,20 @@ class TraceInspectorPanel(Panel):
         self.detail.audit_submitted.connect(self._on_audit_submitted)
         self.compare.runs_requested.connect(self._on_runs_requested)
         self.split = QSplitter(Qt.Orientation.Vertical, self)
+        self.split.setObjectName("inspectorSplit")
         self.split.setChildrenCollapsible(False)
         self.split.addWidget(self.list)
         self.split.addWidget(self.detail)
         self.split.setStretchFactor(0, 2)
         self.split.setStretchFactor(1, 3)
+        self.list.setMinimumSize(LIST_MIN)
+        self.detail.setMinimumSize(DETAIL_MIN)
         self._layout.addWidget(self.split, 1)
         self.filter_bar.hide()
         self.split.hide()
+        self._summary = unwrap_summary(self)  # (its height-for-width made the dock scroll)
+        self.short = False  # the room is short: filters folded (unless chosen), summary hidden
+        self._room_watch = RoomWatch(self, self._fit_room)
         model.reveal_requested.connect(self.reveal)
 
     # ----- the read cycle: what the filters offer, and how search runs -------------------------
@@ -334,7 +349,8 @@ class TraceInspectorPanel(Panel):
             r1, r2 = (this, that) if d.record["round_no"] == 1 else (that, this)
             v1, v2 = ((verdicts.get("this"), verdicts.get("other")) if d.record["round_no"] == 1
                       else (verdicts.get("other"), verdicts.get("this")))
-            self.compare.show_rounds(r1_r2_html(r1, r2, v1 or "unknown", v2 or "unknown", d.record["role"]))
+            role = d.record["role"]
+            self.compare.show_rounds(lambda: r1_r2_html(r1, r2, v1 or "unknown", v2 or "unknown", role))
         self._set_compare_runs(d)
 
     def _set_compare_runs(self, d) -> None:
@@ -353,7 +369,7 @@ class TraceInspectorPanel(Panel):
 
             return align(run_sides(reading, run_a), run_sides(reading, run_b))
 
-        self._compare_reader.load(read, lambda rows: self.compare.show_runs(runs_html(run_a, run_b, rows)),
+        self._compare_reader.load(read, lambda rows: self.compare.show_runs(lambda: runs_html(run_a, run_b, rows)),
                                   cleanup=reading.close_connection)
 
     def _on_record_link(self, kind: str, record_id: str) -> None:
@@ -443,15 +459,30 @@ class TraceInspectorPanel(Panel):
     def _on_edit_failed(self, message: str) -> None:
         self.detail.audit.status.setText(f"Not saved: {message}")
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
-        super().resizeEvent(event)
-        # Side by side when the dock is wide, one above the other when it is tall.
-        wide = self.width() > 1.25 * self.height() and self.width() > 900
+    # ----- fitting the dock ---------------------------------------------------------------------
+    def room(self) -> QSize:
+        """The room the dock gives (its viewport), or the panel's own size outside a dock."""
+        return room(self)
+
+    def _fit_room(self) -> None:
+        """Side by side when the room is wide, one above the other when it is narrow or tall; a
+        short room folds the filters (unless the user unfolded them) and hides the summary."""
+        size = self.room()
+        width, height = size.width(), size.height()
+        if width <= 0 or height <= 0:
+            return
+        short = height < SHORT_PX
+        if short != self.short:
+            self.short = short
+            if self._summary is not None:
+                self._summary.setVisible(not short)
+            self.filter_bar.fold(short)
+        wide = width >= SIDE_BY_SIDE_PX and width >= SIDE_BY_SIDE_ASPECT * height
         want = Qt.Orientation.Horizontal if wide else Qt.Orientation.Vertical
         if self.split.orientation() != want:
             self.split.setOrientation(want)
-            total = self.split.width() if wide else self.split.height()
-            self.split.setSizes([total * 2 // 5, total * 3 // 5])
+            total = max(width if wide else self.split.height(), 1)
+            self.split.setSizes([total * 2 // 5, total - total * 2 // 5])
 
 
 class _RecordSource:

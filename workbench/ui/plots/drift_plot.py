@@ -4,12 +4,14 @@ and with the distribution and ROC charts into one figure per batch (each exports
 
 - Slope chart: alpha and beta go from their round-1 to their round-2 confidence; gamma's drift is
   measured against the silent baseline (SPEC §4), so the baseline is a star at round 1 and a
-  dashed line joins it to gamma's round 2. At each round-2 end a translucent bar covers
-  [reference, reference + 0.04]: within it a rise is a "minor shift", above it an "upward shift"
-  (the +0.04 band). FAP re-runs are hollow markers at round 2; gate firings are flagged beside
+  dashed line joins it to gamma's round 2. Each agent's +0.04 band, [reference, reference + 0.04],
+  is shaded in its colour across the chart (named under it, with a swatch): ending within it a
+  rise is a "minor shift", above it an "upward shift". Every agent's round-2 label is shown,
+  spread apart so that none overlaps another (and kept inside the chart). FAP re-runs are hollow markers at round 2; gate firings are flagged beside
   the agent (⚑ polarity gate on gamma; FAP on an agent whose self-reported delta exceeds 0.04).
 - Drift chart: each agent's harness delta as a bar over the bands (-0.15, 0, +0.04), with the
-  self-reported delta as a hollow diamond (a gap over 0.02 is a delta_mismatch).
+  self-reported delta as a hollow diamond (a gap over 0.02 is a delta_mismatch). The bands'
+  names sit inside their bands, with room kept for them (in pixels) above +0.04 and below -0.15.
 
 The bands are descriptive: ARM's author withdrew drift as a contamination detector (SPEC §4).
 """
@@ -19,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QCursor
+from PySide6.QtGui import QBrush, QColor, QCursor, QPen
 from PySide6.QtWidgets import QToolTip
 
 from workbench.ui import theme
@@ -34,6 +36,9 @@ ROLES = ("alpha", "beta", "gamma")
 GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "silent": "silent"}
 OFFSET = {"alpha": -0.035, "beta": 0.0, "gamma": 0.035}  # keeps lines apart at equal confidences
 UP, DOWN = 0.04, -0.15
+LINE_PX = 13.0  # one 8pt line of a label, in pixels
+BAND_TEXT_PX = 14.0  # one 7pt band name, with a little air
+BAND_SPAN = (-0.06, 1.05)  # the slope chart's +0.04 bands reach across both rounds and their labels' start
 STACK_BELOW_PX = 900  # a run's figure narrower than this puts its slope chart above the other two
 HIT_PX = 10.0  # how close (in pixels) the pointer must be to a slope chart's point
 
@@ -45,10 +50,16 @@ class SlopeChart:
         plot.setMouseEnabled(x=False, y=False)
         plot.setXRange(-0.75, 2.2, padding=0)
         plot.getAxis("bottom").setTicks([[(0, "round 1"), (1, "round 2")]])
-        self.bands = pyqtgraph.BarGraphItem(x=[1], y0=[0], height=[0], width=0.07,
-                                            brush=QBrush(with_alpha(theme.colour("warning"), 60)), pen=pen(muted(), 0))
+        # Each agent's +0.04 band: a shaded strip across the chart in its colour (not a box at
+        # round 2 alone, which read as a stray square), named under the chart with a swatch.
+        self.bands = pyqtgraph.BarGraphItem(x=[0.5], y0=[0], height=[0], width=1.0,
+                                            brush=QBrush(with_alpha(muted(), 40)), pen=QPen(Qt.PenStyle.NoPen))
         self.bands.setZValue(-5)
         plot.addItem(self.bands)
+        swatch = with_alpha(muted(), 110).name(QColor.NameFormat.HexArgb)
+        plot.setLabel("bottom", f"<span style='background-color:{swatch}'>&nbsp;&nbsp;&nbsp;&nbsp;</span>"
+                                f" each agent's +0.04 band (from its reference): ending within it is a minor shift",
+                      color=foreground().name())
         self.lines: dict[str, Any] = {}
         self.labels: dict[str, Any] = {}
         for role in ROLES:
@@ -80,15 +91,28 @@ class SlopeChart:
         plot.getViewBox().sigResized.connect(lambda *_: self._place_labels())
 
     def _place_labels(self) -> None:
-        """Each agent's label beside its round-2 end, spread apart so that none overlaps the next
-        (one 8pt line is about 13 pixels: in data units, from the chart's height now)."""
-        height = self.plot.getViewBox().height()
-        line_h = self._span * (13.0 / height if height > 60 else 0.042)
-        floor = None
-        for y, lines, label in sorted(self._placed, key=lambda p: -p[0]):
+        """Every agent's label beside its round-2 end: spread apart so that none overlaps the
+        next, and the whole stack moved up if it would run out of the chart's bottom (a label
+        below the chart was not drawn at all). One 8pt line is about LINE_PX pixels: in data
+        units, from the chart's height now."""
+        vb = self.plot.getViewBox()
+        height = vb.height()
+        (_x0, _x1), (lo, hi) = vb.viewRange()
+        line_h = (hi - lo) * (LINE_PX / height if height > 60 else 0.042)
+        stack = sorted(self._placed, key=lambda p: -p[0])
+        tops, floor = [], None
+        for y, lines, _label in stack:
             top = y + line_h * 0.8 if floor is None else min(y + line_h * 0.8, floor)
-            label.setPos(1.08, top)
+            tops.append(top)
             floor = top - lines * line_h
+        if stack:
+            below = lo + line_h * 0.2 - floor  # how far the last label runs out of the chart
+            if below > 0:
+                lift = min(below, max(hi - tops[0], 0.0))  # never out of the top instead
+                tops = [t + lift for t in tops]
+        for (_y, _lines, label), top in zip(stack, tops):
+            label.setPos(1.08, top)
+        self.label_tops = {label: top for (_y, _lines, label), top in zip(stack, tops)}
 
     def trace_at(self, scene_pos, max_px: float = HIT_PX) -> tuple[int, str] | None:
         """The trace drawn nearest ``scene_pos`` (within ``max_px``): (its id, what it is)."""
@@ -128,10 +152,10 @@ class SlopeChart:
             ys += [p[1] for p in pts]
             ref = agent.baseline if role == "gamma" else agent.cr1
             if ref is not None:
-                band_x.append(x1)
+                band_x.append((BAND_SPAN[0] + BAND_SPAN[1]) / 2)
                 band_y0.append(ref)
                 band_h.append(UP)
-                band_brushes.append(QBrush(with_alpha(role_colour(role), 55)))
+                band_brushes.append(QBrush(with_alpha(role_colour(role), 45)))
                 ys += [ref, ref + UP]
             delta = "—" if agent.delta is None else f"{agent.delta:+.2f}"
             against = " vs baseline" if role == "gamma" else ""
@@ -156,7 +180,8 @@ class SlopeChart:
                     retry_y.append(value)
                     ys.append(value)
         if band_x:
-            self.bands.setOpts(x=band_x, y0=band_y0, height=band_h, brushes=band_brushes, width=0.07)
+            self.bands.setOpts(x=band_x, y0=band_y0, height=band_h, brushes=band_brushes,
+                               width=BAND_SPAN[1] - BAND_SPAN[0], pens=[QPen(Qt.PenStyle.NoPen)] * len(band_x))
             self.bands.show()
         else:
             self.bands.hide()
@@ -183,11 +208,15 @@ class SlopeChart:
         if ys:
             lo, hi = min(ys), max(ys)
             pad = max((hi - lo) * 0.15, 0.04)
-            lo, hi = max(lo - pad, -0.02), min(hi + pad, 1.02)
+            # Room under the lowest end for the labels stacked down from it (two lines each).
+            lines = sum(n for _y, n, _l in placed)
+            low_end = min((y for y, _n, _l in placed), default=lo)
+            lo = min(lo - pad, low_end - 0.012 * lines)
+            lo, hi = max(lo, -0.02), min(hi + pad, 1.02)
             self.plot.setYRange(lo, hi, padding=0)
             self._placed, self._span = placed, hi - lo
             self._place_labels()
-        title = "Confidence, round 1 → round 2 (bars: the +0.04 band)"
+        title = "Confidence, round 1 → round 2"
         if run.fap_abort:
             title += " · FAP: γ round 2 aborted (silent baseline failed)"
         self.plot.setTitle(html(title, size="9pt"))
@@ -210,12 +239,23 @@ class DeltaChart:
         for region in (self.up, self.minor, self.down):
             region.setZValue(-10)
             plot.addItem(region, ignoreBounds=True)
-        for value, words in ((UP, "+0.04: upward shift above"), (0.0, "0"), (DOWN, "−0.15: large downward shift below")):
+        # The bands' names inside their bands: above the +0.04 line, below the -0.15 one (the
+        # range keeps room for them, in pixels); the 0 line is the axis's own tick.
+        self.band_labels = []
+        for value, words, anchor in ((UP, "+0.04: upward shift above", (0, 1)), (0.0, None, None),
+                                     (DOWN, "−0.15: large downward shift below", (0, 0))):
             line = pyqtgraph.InfiniteLine(pos=value, angle=0, pen=pen(muted(), 1, Qt.PenStyle.DashLine))
             plot.addItem(line, ignoreBounds=True)
-            text = text_item(words, muted(), size="7pt", anchor=(0, 1))
+            if words is None:
+                continue
+            text = text_item(words, foreground(), size="7pt", anchor=anchor)
+            text.fill = QBrush(with_alpha(background(), 170))
             text.setPos(-0.58, value)
+            text.setZValue(10)
             plot.addItem(text, ignoreBounds=True)
+            self.band_labels.append(text)
+        self._data_range = (DOWN, UP)
+        plot.getViewBox().sigResized.connect(lambda *_: self._fit_range())
         self.bars = pyqtgraph.BarGraphItem(x=[0], height=[0], width=0.5, brush=QBrush(muted()))
         plot.addItem(self.bars)
         self.reported = pyqtgraph.ScatterPlotItem(pxMode=True, symbol="d", size=11, pen=pen(foreground(), 1.5),
@@ -248,8 +288,20 @@ class DeltaChart:
         self.reported.setData(x=rx, y=ry)
         lo, hi = min(ys), max(ys)
         pad = max((hi - lo) * 0.15, 0.02)
-        self.plot.setYRange(lo - pad, hi + pad, padding=0)
+        self._data_range = (lo - pad, hi + pad)
+        self._fit_range()
         self.plot.setTitle(html("Drift and its bands (◇ self-reported)", size="9pt"))
+
+
+    def _fit_range(self) -> None:
+        """The data's range, widened so that the bands' names fit above +0.04 and below -0.15."""
+        lo, hi = self._data_range
+        height = self.plot.getViewBox().height()
+        if height > 2 * BAND_TEXT_PX + 10:
+            per_px = (hi - lo) / (height - 2 * BAND_TEXT_PX)
+            hi = max(hi, UP + BAND_TEXT_PX * per_px)
+            lo = min(lo, DOWN - BAND_TEXT_PX * per_px)
+        self.plot.setYRange(lo, hi, padding=0)
 
 
 class RunDriftFigure(pyqtgraph.GraphicsLayoutWidget):

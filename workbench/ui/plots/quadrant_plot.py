@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QCursor, QPainterPath, QPen, QTransform
-from PySide6.QtWidgets import QGraphicsRectItem, QToolTip
+from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QFontMetrics, QPainterPath, QPen, QTransform
+from PySide6.QtWidgets import QApplication, QGraphicsRectItem, QToolTip
 
 from workbench.ui.plots.style import (
     TIER_LABELS,
@@ -31,10 +31,12 @@ from workbench.ui.plots.style import (
     pen,
     pg,
     region_brush,
+    region_text_colour,
     style_plot,
     tier_colour,
     tier_style,
     with_alpha,
+    zoom,
 )
 
 pyqtgraph = pg()
@@ -45,6 +47,14 @@ EDGE = -0.07  # where a null rate sits: the axis's edge strip
 JITTER = 0.022  # the largest jitter, in rate units
 MAX_COUNT_LABELS = 120
 HIT_PX = 9.0  # how close (in pixels) the pointer must be to a point
+COUNT_GAP_PX = 3.0  # between a group of points and its "×n" label (beside it, never on it)
+# The quadrant's room outside the data (0..1 and the null strip), in pixels: the region labels sit
+# in bands above and below where a point can be, the "×n" labels of groups at x = 1 to its right.
+MARKER_PX = 9.0  # the largest marker's half size (times the zoom)
+LABEL_BAND_PX = 20.0  # one line of a region's label, with a little air
+COUNT_ROOM_PX = 26.0  # "×12" beside a group at the right edge
+SHORT_LABELS = {"positive_consensus": "pos. consensus", "positive_polar": "pos. polar",
+                "negative_polar": "neg. polar", "negative_consensus": "neg. consensus"}
 
 
 @dataclass
@@ -170,6 +180,10 @@ class TierScatterPlot(pyqtgraph.PlotWidget):
         scene = self.scene()
         scene.sigMouseMoved.connect(self._on_mouse_moved)
         scene.sigMouseClicked.connect(self._on_mouse_clicked)
+        item.getViewBox().sigResized.connect(lambda *_: self._on_view_resized())
+
+    def _on_view_resized(self) -> None:
+        self._place_counts()
 
     # ----- regions ---------------------------------------------------------------------------
     def _ensure_regions(self, count: int) -> None:
@@ -201,8 +215,7 @@ class TierScatterPlot(pyqtgraph.PlotWidget):
             rect.setBrush(region_brush(r["tier"]))
             rect.show()
             label.setAnchor(r.get("anchor", (0, 0)))
-            label.setHtml(html(r["text"], tier_colour(r["tier"]).darker(125) if r["tier"] != "unclassified"
-                               else foreground(), bold=True))
+            label.setHtml(html(r["text"], region_text_colour(r["tier"]), bold=True))
             label.setPos(*r["at"])
             label.show()
 
@@ -246,12 +259,25 @@ class TierScatterPlot(pyqtgraph.PlotWidget):
                 label = self._count_labels[shown]
                 bx = EDGE if math.isnan(points.x[k]) else float(points.x[k])
                 by = EDGE if math.isnan(points.y[k]) else float(points.y[k])
+                members = group == g
+                reach = float(points.size[members].max()) / 2 if members.any() else MARKER_PX
                 label.setHtml(html(f"×{int(counts[g])}", foreground(), size="8pt"))
-                label.setPos(bx + JITTER * 0.8, by + JITTER * 0.8)
+                label.setAnchor((0, 0.5))
+                label.count_at = (bx, by, reach)
                 label.show()
                 shown += 1
         for label in self._count_labels[shown:]:
             label.hide()
+        self._shown_counts = shown
+        self._place_counts()
+
+    def _place_counts(self) -> None:
+        """Each "×n" beside its group, right of the jitter's reach and the markers (in pixels,
+        so it never covers a point of the group however small the chart)."""
+        pw, _ph = self._pixel_size()
+        for label in self._count_labels[:getattr(self, "_shown_counts", 0)]:
+            bx, by, reach = label.count_at
+            label.setPos(bx + JITTER + (reach + COUNT_GAP_PX) * pw, by)
 
     def _draw_arrows(self, points: PointSet) -> None:
         if not points.arrows:
@@ -341,7 +367,15 @@ class TierScatterPlot(pyqtgraph.PlotWidget):
 
 
 class QuadrantPlot(TierScatterPlot):
-    """The 2x2 quadrant of the paper's figure (UI.md's orientation)."""
+    """The 2x2 quadrant of the paper's figure (UI.md's orientation).
+
+    Nothing is written where a point can be: the view keeps bands above and below the data
+    (0..1 and the null strip, with the markers' and the jitter's reach) sized in pixels, and the
+    region labels sit in them, in the corners; θ(C+) and θ(C−) are the ticks of the top and right
+    axes, where their lines end; a group's "×n" is beside it."""
+
+    # The data and the null strip, with the jitter's reach: where a point's centre can be.
+    CORE = (EDGE - JITTER, 1.0 + JITTER)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -352,11 +386,12 @@ class QuadrantPlot(TierScatterPlot):
         for line in (self.theta_x, self.theta_y):
             line.setZValue(8)
             item.addItem(line, ignoreBounds=True)
-        self._theta_x_label = pyqtgraph.TextItem(anchor=(0, 0))  # at the top edge, right of its line
-        self._theta_y_label = pyqtgraph.TextItem(anchor=(0, 1))  # at the left edge, above its line
-        for label in (self._theta_x_label, self._theta_y_label):
-            label.setZValue(30)
-            item.addItem(label, ignoreBounds=True)
+        # The thresholds' values on the top and right axes, outside the plot (never over a point).
+        for name in ("top", "right"):
+            item.showAxis(name)
+            axis = item.getAxis(name)
+            axis.setStyle(hideOverlappingLabels=60, tickLength=6)
+            axis.setTicks([[]])
         ticks = [(EDGE, "∅"), (0.0, "0"), (0.25, "0.25"), (0.5, "0.5"), (0.75, "0.75"), (1.0, "1")]
         for name in ("left", "bottom"):
             item.getAxis(name).setTicks([ticks])
@@ -364,7 +399,10 @@ class QuadrantPlot(TierScatterPlot):
         for angle in (90, 0):
             line = pyqtgraph.InfiniteLine(pos=EDGE / 2 - 0.005, angle=angle, pen=edge_pen, movable=False)
             item.addItem(line, ignoreBounds=True)
+        self._corners: list[tuple[bool, bool]] = []  # (right, top) of each region's label
+        self.theta_text = ("", "")  # what the top and right axes say
         self.set_axes("C+", "C-")
+        self._fit_view()
 
     def set_axes(self, reference: str, other: str) -> None:
         item = self.getPlotItem()
@@ -372,27 +410,77 @@ class QuadrantPlot(TierScatterPlot):
         item.setLabel("bottom", f"C+ approval rate: {reference} (reference)  ·  ∅ no vote cast", color=fg)
         item.setLabel("left", f"C− approval rate: {other}  ·  ∅ no vote cast", color=fg)
 
+    def view_range(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """The x and y ranges shown: the core, plus the bands (in pixels) around it."""
+        vb = self.getPlotItem().getViewBox()
+        width, height = max(vb.width(), 1.0), max(vb.height(), 1.0)
+        lo, hi = self.CORE
+        span = hi - lo
+        marker = MARKER_PX * max(zoom(), 0.5)
+        band = LABEL_BAND_PX * max(zoom(), 0.5)
+        # Pixels per data unit: what is left after the bands (never less than a third of the view).
+        ppu_y = max(height - 2 * (marker + band), height / 3) / span
+        ppu_x = max(width - 2 * marker - COUNT_ROOM_PX, width / 3) / span
+        y = (lo - (marker + band) / ppu_y, hi + (marker + band) / ppu_y)
+        x = (lo - marker / ppu_x, hi + (marker + COUNT_ROOM_PX) / ppu_x)
+        return x, y
+
+    def _on_view_resized(self) -> None:
+        self._fit_view()
+
+    def _fit_view(self) -> None:
+        (x0, x1), (y0, y1) = self.view_range()
+        item = self.getPlotItem()
+        item.setXRange(x0, x1, padding=0)
+        item.setYRange(y0, y1, padding=0)
+        self._place_region_labels()
+        self._place_counts()
+
+    def _place_region_labels(self) -> None:
+        """Each region's label in its corner, in the band above or below the data; shortened
+        ("pos. consensus · 3") when its region is too narrow for the whole name."""
+        (x0, x1), (y0, y1) = self.view_range()
+        vb = self.getPlotItem().getViewBox()
+        pw, ph = (x1 - x0) / max(vb.width(), 1.0), (y1 - y0) / max(vb.height(), 1.0)
+        font = QFont(QApplication.font())
+        font.setBold(True)
+        metrics = QFontMetrics(font)
+        theta = self.theta_x.value()
+        for label, (right, top), region in zip(self._region_labels, self._corners, self.regions):
+            room_px = ((x1 - theta) if right else (theta - x0)) / pw - 10
+            text = region["text"]
+            if metrics.horizontalAdvance(text) > room_px:
+                text = region.get("short", text)
+            if getattr(label, "shown_text", None) != text:
+                label.shown_text = text
+                label.setHtml(html(text, region_text_colour(region["tier"]), bold=True))
+            label.setAnchor((1 if right else 0, 0 if top else 1))
+            label.setPos(x1 - 4 * pw if right else x0 + 4 * pw, y1 - 2 * ph if top else y0 + 2 * ph)
+
     def set_thresholds(self, theta_x: float, theta_y: float, region_tiers: dict[tuple[bool, bool], str],
                        counts: dict[tuple[bool, bool], int]) -> None:
         """Lines at theta(C+) and theta(C-); each region labelled with the engine's tier there."""
         self.theta_x.setValue(theta_x)
         self.theta_y.setValue(theta_y)
-        x0, x1 = self.X_RANGE
-        y0, y1 = self.Y_RANGE
-        m = 0.012
-        regions = []
+        far = 100.0  # the regions' fills reach past any range shown
+        regions, corners = [], []
         for ax in (True, False):
             for ay in (True, False):
                 tier = region_tiers[(ax, ay)]
-                rx = (theta_x, x1) if ax else (x0, theta_x)
-                ry = (theta_y, y1) if ay else (y0, theta_y)
-                at = (x1 - m if ax else x0 + m, y1 - m if ay else y0 + m)
-                anchor = (1 if ax else 0, 0 if ay else 1)
+                rx = (theta_x, far) if ax else (-far, theta_x)
+                ry = (theta_y, far) if ay else (-far, theta_y)
+                count = f"{counts.get((ax, ay), 0):,}"
                 regions.append({"rect": (rx[0], ry[0], rx[1], ry[1]), "tier": tier,
-                                "text": f"{TIER_LABELS[tier]}<br>{counts.get((ax, ay), 0):,}", "at": at,
-                                "anchor": anchor})
+                                "text": f"{TIER_LABELS[tier]} · {count}", "at": (0.5, 0.5),
+                                "short": f"{SHORT_LABELS.get(tier, TIER_LABELS[tier])} · {count}",
+                                "anchor": (1 if ax else 0, 0 if ay else 1)})
+                corners.append((ax, ay))
+        self._corners = corners
+        for label in self._region_labels:
+            label.shown_text = None
         self.set_regions(regions)
-        self._theta_x_label.setHtml(html(f"θ(C+) = {theta_x:.2f}", size="8pt"))
-        self._theta_x_label.setPos(theta_x + 0.006, y1 - 0.004)
-        self._theta_y_label.setHtml(html(f"θ(C−) = {theta_y:.2f}", size="8pt"))
-        self._theta_y_label.setPos(x0 + 0.004, theta_y + 0.004)
+        self.theta_text = (f"θ(C+) = {theta_x:.2f}", f"θ(C−) = {theta_y:.2f}")
+        item = self.getPlotItem()
+        item.getAxis("top").setTicks([[(theta_x, self.theta_text[0])]])
+        item.getAxis("right").setTicks([[(theta_y, f"θ(C−)\n{theta_y:.2f}")]])  # two lines: a narrow axis
+        self._place_region_labels()

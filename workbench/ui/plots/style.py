@@ -86,18 +86,34 @@ def with_alpha(colour: QColor, alpha: int) -> QColor:
     return c
 
 
+def dark_background() -> bool:
+    """Whether the plots' background (the palette's Base) is dark: outlines go lighter then."""
+    return theme.luminance(background()) < 0.2
+
+
 def tier_style(tier: str, *, hollow: bool = False, kind: str | None = None) -> dict[str, Any]:
-    """``symbol``, ``pen`` and ``brush`` of a tier's markers (``kind``: accelerator or mitigator)."""
+    """``symbol``, ``pen`` and ``brush`` of a tier's markers (``kind``: accelerator or mitigator).
+    On a dark background an outline is lighter than the fill (a darker one vanishes there)."""
     c = tier_colour(tier)
-    outline = QColor(c).darker(150)
+    dark = dark_background()
+    outline = QColor(c).lighter(150) if dark else QColor(c).darker(150)
     symbol = KIND_SYMBOLS.get(kind or "", TIER_SYMBOLS.get(tier, "o"))
-    if hollow:
-        return {"symbol": symbol, "pen": pen(c, 1.8), "brush": QBrush(Qt.BrushStyle.NoBrush)}
+    if hollow:  # no fill: the outline alone must carry the tier, so it is bright and thick on dark
+        return {"symbol": symbol, "pen": pen(QColor(c).lighter(140) if dark else c, 2.4 if dark else 1.8),
+                "brush": QBrush(Qt.BrushStyle.NoBrush)}
     if tier == "negative_polar":  # orange, outlined over a pale fill (UI.md: hatched or outlined)
-        return {"symbol": symbol, "pen": pen(outline, 1.8), "brush": QBrush(with_alpha(c, 90))}
+        return {"symbol": symbol, "pen": pen(outline, 2.2 if dark else 1.8), "brush": QBrush(with_alpha(c, 90))}
     if kind:
         return {"symbol": symbol, "pen": pen(foreground(), 1.2), "brush": QBrush(c)}
     return {"symbol": symbol, "pen": pen(outline, 0.8), "brush": QBrush(c)}
+
+
+def region_text_colour(tier: str) -> QColor:
+    """A region label's colour: the tier's, a step towards the text colour of the theme."""
+    if tier == "unclassified":
+        return foreground()
+    c = tier_colour(tier)
+    return QColor(c).lighter(115) if dark_background() else QColor(c).darker(125)
 
 
 def region_brush(tier: str) -> QBrush:

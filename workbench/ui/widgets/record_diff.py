@@ -11,7 +11,9 @@ runs have one, run B's text shows its word-level differences from run A's.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from collections.abc import Callable
+
+from PySide6.QtCore import QEvent, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QTabWidget, QTextBrowser, QVBoxLayout, QWidget
 
 from workbench.core.text_diff import DELETE, INSERT, list_diff, word_diff
@@ -117,7 +119,7 @@ def runs_html(run_a: str, run_b: str, rows: list) -> str:
     """Two runs' contributions aligned by round and agent (rows of ``(Side | None, Side | None)``)."""
     if not rows:
         return "<i>Neither run has any contribution to compare.</i>"
-    cell = "style='padding:3px 8px 3px 0; vertical-align:top; border-bottom:1px solid #c8c8c8'"
+    cell = f"style='padding:3px 8px 3px 0; vertical-align:top; border-bottom:1px solid {theme.css('muted')}'"
     head = (f"<tr><th align='left' {cell}>Round</th><th align='left' {cell}>Agent</th>"
             f"<th align='left' {cell}>A: {esc(run_a)}</th><th align='left' {cell}>B: {esc(run_b)} "
             "(changes from A marked)</th></tr>")
@@ -141,8 +143,14 @@ def runs_html(run_a: str, run_b: str, rows: list) -> str:
     return summary + f"<table cellspacing='0' width='100%'>{head}{''.join(body)}</table>"
 
 
+Html = str | Callable[[], str]  # rich text, or what writes it (again after a theme change)
+
+
 class CompareView(QTabWidget):
-    """R1 → R2 for the trace shown, and its run beside another run of the same protocol."""
+    """R1 → R2 for the trace shown, and its run beside another run of the same protocol.
+
+    The comparisons are given as what writes them (a callable), so a theme change writes them
+    again in the new theme's colours: rich text keeps the colours it was written with."""
 
     runs_requested = Signal(str, str)  # run A, run B: the panel reads both off the GUI thread
 
@@ -175,18 +183,36 @@ class CompareView(QTabWidget):
         self.tab_rounds = self.addTab(self.rounds, "R1 → R2")
         self.tab_runs = self.addTab(runs, "Two runs")
         self._run: str | None = None
+        self._rounds: Callable[[], str] | None = None
+        self._runs: Callable[[], str] | None = None
         self.clear()
+
+    def changeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self.recolour()
+
+    def recolour(self) -> None:
+        """Write the comparisons shown again in the current theme's colours (scroll kept)."""
+        for view, render in ((self.rounds, self._rounds), (self.runs, self._runs)):
+            if render is not None:
+                bar = view.verticalScrollBar()
+                at = bar.value()
+                view.setHtml(render())
+                bar.setValue(at)
 
     def clear(self) -> None:
         self._run = None
+        self._rounds = self._runs = None
         self.rounds.setHtml("<i>R1 → R2 compares an ARM agent's two rounds: select a trace.</i>")
         self.run_a.setText("")
         self.other.clear()
         self.runs.setHtml("<i>Select a record of a run to compare it with another run.</i>")
 
-    def show_rounds(self, html: str | None, why: str = "") -> None:
+    def show_rounds(self, html: Html | None, why: str = "") -> None:
         self.setTabVisible(self.tab_rounds, html is not None)
-        self.rounds.setHtml(html if html is not None else f"<i>{esc(why)}</i>")
+        self._rounds = _renderer(html)
+        self.rounds.setHtml(self._rounds() if self._rounds is not None else f"<i>{esc(why)}</i>")
 
     def set_runs(self, run_id: str | None, candidates: list[tuple[str, str]]) -> None:
         """The run of the record shown, and the runs it may be compared with: ``(id, label)``."""
@@ -198,11 +224,13 @@ class CompareView(QTabWidget):
         self.other.addItem("Choose run B…", None)
         for rid, label in candidates:
             self.other.addItem(f"{label} · {rid}" if label else rid, rid)
+        self._runs = None
         self.runs.setHtml("<i>Choose a run to set beside this one.</i>" if candidates and run_id
                           else "<i>No other run of this protocol to compare with.</i>")
 
-    def show_runs(self, html: str) -> None:
-        self.runs.setHtml(html)
+    def show_runs(self, html: Html) -> None:
+        self._runs = _renderer(html)
+        self.runs.setHtml(self._runs())
 
     def choose_other(self, run_id: str) -> bool:
         index = self.other.findData(run_id)
@@ -215,5 +243,12 @@ class CompareView(QTabWidget):
     def _on_other_chosen(self, index: int) -> None:
         other = self.other.itemData(index)
         if self._run and other:
+            self._runs = None
             self.runs.setHtml("<i>Reading both runs…</i>")
             self.runs_requested.emit(self._run, other)
+
+
+def _renderer(html: Html | None) -> Callable[[], str] | None:
+    if html is None or callable(html):
+        return html
+    return lambda: html

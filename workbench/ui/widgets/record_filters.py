@@ -49,6 +49,8 @@ class FilterBar(QWidget):
         self.toggle.setArrowType(Qt.ArrowType.DownArrow)
         self.toggle.setToolTip("Show or hide the filters (they stay applied)")
         self.toggle.toggled.connect(self._on_toggled)
+        self.toggle.clicked.connect(self._on_clicked)
+        self._chosen = False  # the user folded or unfolded the filters: fold() leaves them so
         self.clear_button = QPushButton("Clear filters", self)
         self.clear_button.setObjectName("clearFilters")
         self.clear_button.clicked.connect(self.clear)
@@ -91,7 +93,22 @@ class FilterBar(QWidget):
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().resizeEvent(event)
-        self._lay_out(max(2, min(6, self.width() // 150)))
+        # As many columns as fit (a drop-down needs about 170 px), so the grid never asks the
+        # dock for more width than it has.
+        self._lay_out(max(2, min(6, self.width() // 170)))
+
+    def fold(self, folded: bool) -> None:
+        """Fold the drop-downs (a short dock) or unfold them, unless the user chose; folded
+        filters stay applied and the toggle says how many are active."""
+        if not self._chosen:
+            self.toggle.setChecked(not folded)
+
+    @property
+    def folded(self) -> bool:
+        return not self.toggle.isChecked()
+
+    def _on_clicked(self, _checked: bool) -> None:
+        self._chosen = True
 
     def _on_toggled(self, shown: bool) -> None:
         self.toggle.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)

@@ -21,8 +21,8 @@ import html
 import json
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QFont, QFontDatabase
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtGui import QFont, QFontDatabase, QPalette
 from PySide6.QtWidgets import (QButtonGroup, QFrame, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QPlainTextEdit, QPushButton, QRadioButton, QScrollArea, QTableWidget,
                                QTableWidgetItem, QTabWidget, QToolButton, QVBoxLayout, QWidget)
@@ -73,12 +73,23 @@ def number(value: object) -> str:
     return str(value)
 
 
+CHIP_TEXT = ("#ffffff", "#141414")  # a filled chip's words: whichever reads better on its colour
+
+
 def chip(text: str, key: str = "muted", *, outline: bool = False) -> str:
-    """A coloured chip (its meaning is also in its words, never in the colour alone)."""
+    """A coloured chip (its meaning is also in its words, never in the colour alone). A filled
+    chip's words are white or near-black, whichever contrasts more with the theme's colour (the
+    dark theme's colours are light: white words on them would not read)."""
     colour = theme.css(key)
     if outline:
         return f"<span style='color:{colour}; border:1px solid {colour}'>&nbsp;{esc(text)}&nbsp;</span>"
-    return f"<span style='background-color:{colour}; color:#ffffff'>&nbsp;{esc(text)}&nbsp;</span>"
+    ink = chip_ink(colour)
+    return f"<span style='background-color:{colour}; color:{ink}'>&nbsp;{esc(text)}&nbsp;</span>"
+
+
+def chip_ink(colour: str) -> str:
+    """The words' colour on a filled chip of ``colour``."""
+    return max(CHIP_TEXT, key=lambda ink: theme.contrast(ink, colour))
 
 
 def chips(values: list[str], key_of=lambda v: "muted") -> str:
@@ -525,7 +536,7 @@ class AuditForm(QWidget):
         layout.addStretch(1)
 
     def show_notes(self, notes, *, writable: bool) -> None:
-        self.group.setExclusive(False)
+        self._notes = notes
         for b in self.buttons.values():
             b.setChecked(False)
         self.group.setExclusive(True)
@@ -533,6 +544,12 @@ class AuditForm(QWidget):
         self.status.clear()
         self.save.setEnabled(writable)
         self.save.setToolTip("" if writable else "The project is open read-only.")
+        self.show_history()
+
+    def show_history(self) -> None:
+        """The notes in the current theme's colours (again after a theme change: the note being
+        written stays)."""
+        notes = getattr(self, "_notes", None)
         if not notes:
             self.history.setText(f"<i style='color:{theme.css('muted')}'>No audit notes on this record yet.</i>")
             return
@@ -563,6 +580,7 @@ class StoredTable(QTableWidget):
         super().__init__(0, len(self.HEADERS), parent)
         self.setObjectName("storedTable")
         self.setHorizontalHeaderLabels(self.HEADERS)
+        self._shown: tuple[list[dict], str | None] | None = None
         self.verticalHeader().hide()
         self.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.setWordWrap(True)
@@ -578,6 +596,7 @@ class StoredTable(QTableWidget):
         self._rows: list[list[str]] = []
 
     def show_checks(self, checks: list[dict], prefix: str | None) -> None:
+        self._shown = (checks, prefix)
         mine = [c for c in checks if prefix and str(c.get("metric", "")).startswith(prefix)]
         self.clearSpans()
         self.setRowCount(0)
@@ -614,6 +633,14 @@ class StoredTable(QTableWidget):
                 self.setItem(row + 1, 0, item)
                 self.setSpan(row + 1, 0, 1, len(self.HEADERS))
         self.resizeRowsToContents()
+
+    def recolour(self) -> None:
+        """The match marks and notes in the current theme's colours (the selection stays)."""
+        if self._shown is not None:
+            row, column = self.currentRow(), self.currentColumn()
+            self.show_checks(*self._shown)
+            if row >= 0:
+                self.setCurrentCell(row, column)
 
     def rows(self) -> list[list[str]]:
         """``[metric, stored, recomputed, difference, match, note]`` per stored value, as shown."""
@@ -664,7 +691,9 @@ class RecordDetailView(QWidget):
         layout.setSpacing(2)
         self.title = QLabel("Select a record to read it.", self)
         self.title.setObjectName("detailTitle")
-        self.title.setStyleSheet(f"color: {theme.css('muted')};")
+        # Secondary text in the palette's own role, so it follows a theme change by itself (a
+        # colour set once, at construction, stayed the light theme's grey on the dark theme).
+        self.title.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         self.title.setWordWrap(True)
         self.claim = QLabel(self)
         self.claim.setObjectName("detailClaim")
@@ -719,19 +748,23 @@ class RecordDetailView(QWidget):
         self.json.setObjectName("detailJson")
         self.json.setReadOnly(True)
         self.json.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        # The pages with fixed parts (forms, summaries) scroll inside their tab when the dock is
+        # short, instead of making the whole detail ask for their height.
         self.tab_fields = self.tabs.addTab(scroll, "Fields")
-        self.tab_call = self.tabs.addTab(self.call_view, "Request && reply")
+        self.tab_call = self.tabs.addTab(_scrolled(self.call_view, self), "Request && reply")
         self.tab_json = self.tabs.addTab(self.json, "JSON")
-        self.tab_stored = self.tabs.addTab(stored_box, "Stored vs recomputed")
+        self.tab_stored = self.tabs.addTab(_scrolled(stored_box, self), "Stored vs recomputed")
         self.compare_index = -1  # set by add_compare_tab
-        self.tab_audit = self.tabs.addTab(self.audit, "Audit")
+        self._audit_page = _scrolled(self.audit, self)
+        self.tab_audit = self.tabs.addTab(self._audit_page, "Audit")
+        self.tabs.setMinimumHeight(self.tabs.tabBar().sizeHint().height() + 48)
         layout.addWidget(self.tabs, 1)
         self.sections: dict[str, Section] = {}
         self.show_detail(None)
 
     def add_compare_tab(self, widget: QWidget, title: str = "Compare") -> None:
         self.compare_index = self.tabs.insertTab(self.tab_audit, widget, title)
-        self.tab_audit = self.tabs.indexOf(self.audit)
+        self.tab_audit = self.tabs.indexOf(self._audit_page)
 
     def show_detail(self, d, note: str = "", *, writable: bool = True) -> None:
         same = d is not None and self.detail is not None and (d.kind, d.id) == (self.detail.kind, self.detail.id)
@@ -748,19 +781,7 @@ class RecordDetailView(QWidget):
             self.tabs.setEnabled(False)
             return
         self.tabs.setEnabled(True)
-        title, text, measures = headline(d)
-        self.title.setText(title)
-        self.claim.setText(text)
-        self._fit_claim()
-        self.measures.setText(measures)
-        self.measures.setVisible(bool(measures))
-        self.badges.setText(badges(d))
-        for key, name, body, short in sections(d):
-            section = Section(key, name, body, short=short, expanded=key not in self._collapsed, parent=self.fields)
-            section.toggled.connect(self._on_section_toggled)
-            section.link_activated.connect(self._on_link)
-            self.fields_layout.insertWidget(self.fields_layout.count() - 1, section)
-            self.sections[key] = section
+        self._show_coloured(d)
         self.call_view.show_detail(d.call, note="" if d.call else _no_call(d))
         self.tabs.setTabText(self.tab_json, "Trace JSON" if d.kind == "trace" else "Record JSON")
         self.json.setPlainText(record_json(d))
@@ -781,12 +802,58 @@ class RecordDetailView(QWidget):
             bar = self.fields_scroll.verticalScrollBar()
             QTimer.singleShot(0, bar, lambda: bar.setValue(scrolled))
 
+    def _show_coloured(self, d) -> None:
+        """What carries the theme's colours: the header, the chips and the sections."""
+        title, text, measures = headline(d)
+        self.title.setText(title)
+        self.claim.setText(text)
+        self._fit_claim()
+        self.measures.setText(measures)
+        self.measures.setVisible(bool(measures))
+        chips_html = badges(d)
+        self.badges.setText(chips_html)
+        self.badges.setVisible(bool(chips_html))
+        for section in self.sections.values():
+            section.setParent(None)
+            section.deleteLater()
+        self.sections = {}
+        for key, name, body, short in sections(d):
+            section = Section(key, name, body, short=short, expanded=key not in self._collapsed, parent=self.fields)
+            section.toggled.connect(self._on_section_toggled)
+            section.link_activated.connect(self._on_link)
+            self.fields_layout.insertWidget(self.fields_layout.count() - 1, section)
+            self.sections[key] = section
+
+    def changeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:  # a new theme: its colours, now
+            self.recolour()
+
+    def recolour(self) -> None:
+        """Draw the record shown again in the current theme's colours (rich text keeps the
+        colours it was written with). What the reader was doing stays: the tab, where the fields
+        were scrolled to, the sections folded, the audit note being written."""
+        if self.detail is None:
+            return
+        bar = self.fields_scroll.verticalScrollBar()
+        scrolled = bar.value()
+        self._show_coloured(self.detail)
+        self.audit.show_history()
+        self.stored.recolour()
+        QTimer.singleShot(0, bar, lambda: bar.setValue(scrolled))
+
+    CLAIM_LINES = 4  # the claim box's lines at most (a longer claim scrolls in it)
+    CLAIM_LINES_SHORT = 2  # in a short detail, so that the tabs below keep their room
+    SHORT_PX = 380
+
     def _fit_claim(self) -> None:
-        """The claim box as tall as the claim, up to four lines (a longer claim scrolls)."""
+        """The claim box as tall as the claim, up to four lines (two in a short detail); a longer
+        claim scrolls."""
         lines = self.claim.fontMetrics().lineSpacing()
         width = max(self.claim_box.viewport().width(), 100)
         needed = self.claim.heightForWidth(width) if self.claim.text() else lines
-        self.claim_box.setFixedHeight(min(max(needed, lines), lines * 4) + 2)
+        most = self.CLAIM_LINES_SHORT if 0 < self.height() < self.SHORT_PX else self.CLAIM_LINES
+        self.claim_box.setFixedHeight(min(max(needed, lines), lines * most) + 2)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().resizeEvent(event)
@@ -802,6 +869,16 @@ class RecordDetailView(QWidget):
         parts = link.split(":", 2)
         if len(parts) == 3 and parts[0] == "record":
             self.record_link.emit(parts[1], parts[2])
+
+
+def _scrolled(page: QWidget, parent: QWidget) -> QScrollArea:
+    """``page`` in a frameless scroll area that gives it all its room and scrolls only when the
+    room is less than the page's minimum."""
+    area = QScrollArea(parent)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setWidgetResizable(True)
+    area.setWidget(page)
+    return area
 
 
 def record_json(d) -> str:
