@@ -15,12 +15,14 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QPalette
 
 from tests.ui.conftest import WAIT_MS
 from workbench.core.project.findings import FindingsStore
 from workbench.core.project.store import Store
 from workbench.services.mcp.process import McpServerProcess, client_config, rwb_command
+from workbench.ui import theme
+from workbench.ui.panels.findings_panel import STATUS_STYLE
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER_WAIT_MS = 30_000
@@ -71,7 +73,15 @@ def test_findings_show_status_with_colour_and_shape(qtbot, window, tmp_path, ope
     model = panel.findings.model
     colours = {model.row(r)["id"]: model.data(model.index(r, 0), Qt.ItemDataRole.ForegroundRole).name()
                for r in range(model.rowCount())}
-    assert colours == {"f1": "#c62828", "f2": "#2e7d32", "f3": "#757575"}
+    assert colours == {"f1": theme.css("error"), "f2": theme.css("ok"), "f3": theme.css("muted")}
+    # The current theme's colours, drawn anew after a switch: >= 4.5:1 on the table in both themes.
+    for name in ("dark", "light"):
+        window.set_theme(name)
+        for r in range(model.rowCount()):
+            shown = model.data(model.index(r, 0), Qt.ItemDataRole.ForegroundRole)
+            assert shown == theme.colour(STATUS_STYLE[model.row(r)["status"]][1], name)
+            for role in (QPalette.ColorRole.Base, QPalette.ColorRole.AlternateBase, QPalette.ColorRole.Window):
+                assert theme.contrast(shown, window.palette().color(role)) >= 4.5, (name, shown.name())
     assert panel.queue_buttons["challenged"].text().endswith("1")
     assert "0 questions" in panel.cons_label.text()
 
@@ -98,6 +108,21 @@ def test_selecting_a_finding_shows_who_voted_through_which_client(qtbot, window,
     assert [model.row(i)["vote_label"] for i in range(3)] == ["▲ confirm", "▼ challenge", "▲ confirm"]
     assert all(model.row(i)["counted_label"] == "✓" for i in range(3))
     assert "f1" in panel.history_label.text() and "k = 3" in panel.history_label.text()
+
+
+def test_open_in_trace_inspector_shows_the_selected_finding(qtbot, window, tmp_path, open_project):
+    from workbench.core.project.refs import RecordRef
+
+    open_project(make_project(tmp_path / "p.rwb"))
+    panel = window.panels["findingsPanel"]
+    assert panel.select_finding("f2")
+    with qtbot.waitSignal(window.model.reveal_requested, timeout=WAIT_MS) as blocker:
+        panel.open_button.click()
+    assert blocker.args == [RecordRef("finding", "f2")]
+    inspector = window.panels["traceInspectorPanel"]
+    qtbot.waitUntil(lambda: inspector.detail.detail is not None and inspector.detail.detail.id == "f2",
+                    timeout=WAIT_MS)
+    assert inspector.detail.claim.text() == "The Pro plan costs $19/month"
 
 
 def test_votes_from_another_process_appear_without_reopening(qtbot, window, tmp_path, open_project):

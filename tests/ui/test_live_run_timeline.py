@@ -4,7 +4,9 @@ whose every call fails ending red with its reason."""
 
 from __future__ import annotations
 
+import itertools
 import threading
+import time
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
@@ -14,6 +16,7 @@ from tests.support.fake_llm_server import FakeLLMServer, Reply
 from tests.ui.conftest import WAIT_MS
 from tests.ui.live_run_helpers import (RUN_MS, click, click_call, click_run, empty_project, panel_of, plain, put, read,
                                       rows, start, template)
+from workbench.services.runs.agents import AgentRouter
 from workbench.services.runs.runner import RunProgress
 from workbench.ui.widgets.run_timeline import GREY, RED
 
@@ -147,3 +150,72 @@ def test_a_run_whose_every_call_fails_ends_failed_in_red_with_its_reason(qtbot, 
     qtbot.waitUntil(lambda: panel.call_view.call_id == shown[0]["id"], timeout=WAIT_MS)
     assert panel.call_view.error.isVisible() and "Error" in panel.call_view.error.text()
     assert panel.call_view.request.toPlainText().count("User") >= 1
+
+
+def test_calls_are_listed_in_their_order_while_calls_end_out_of_order(qtbot, window, tmp_path, open_project,
+                                                                     monkeypatch):
+    # Four calls in flight at once, each sleeping a different time: they end (and are recorded,
+    # and read back) out of the order they started in. The timeline lists the recorded calls by
+    # their id, then the calls still in flight, at every moment of the run.
+    original = AgentRouter._simulate
+    counter = itertools.count()
+
+    def uneven(self, call, name):
+        time.sleep((0.12, 0.0, 0.06, 0.03)[next(counter) % 4])
+        return original(self, call, name)
+
+    monkeypatch.setattr(AgentRouter, "_simulate", uneven)
+    open_project(empty_project(tmp_path))
+    panel = panel_of(window)
+    put(qtbot, panel, small_rcp(dispatch="concurrent"))
+    seen: list[list[dict]] = []
+    panel.timeline.rows_changed.connect(lambda: seen.append(rows(panel)))
+    summary = start(qtbot, window)
+    assert summary["status"] == "completed"
+    assert any(sum(r["id"] is None for r in shown) > 1 for shown in seen)  # calls were in flight together
+    for shown in seen:
+        ids = [r["id"] for r in shown if r["id"] is not None]
+        assert ids == sorted(ids), ids
+        flying = [r["id"] is None for r in shown]
+        assert flying == sorted(flying), [r["id"] for r in shown]  # the calls in flight come last
+    final = [r["id"] for r in rows(panel)]
+    assert len(final) == 16 and final == sorted(final)
+
+
+def test_start_shows_the_new_run_never_the_previous_runs_calls(qtbot, window, tmp_path, open_project, monkeypatch):
+    path = empty_project(tmp_path)
+    open_project(path)
+    panel = panel_of(window)
+    put(qtbot, panel, small_rcp(dispatch="sequential"))
+    first = start(qtbot, window)["run_id"]
+    old = {r["id"] for r in read(path, "SELECT id FROM llm_calls WHERE run_id = ?", (first,))}
+    vote = next(r for r in rows(panel) if r["purpose"] == "vote")
+    click_call(qtbot, panel, vote["id"])
+    qtbot.waitUntil(lambda: panel.call_view.call_id == vote["id"], timeout=WAIT_MS)
+
+    gate = threading.Event()
+    slow_sim(monkeypatch, gate=gate, hold_from=3)  # the new run's third call waits for the gate
+    shown: list[set] = []
+    panel.timeline.rows_changed.connect(lambda: shown.append({r["id"] for r in rows(panel)}))
+    at_start: list = []  # (run id, the calls shown, the call detailed), as the run starts
+    window.runs.started.connect(lambda run_id: at_start.append(
+        (run_id, {r["id"] for r in rows(panel)}, panel.call_view.call_id)))
+    try:
+        with qtbot.waitSignal(window.runs.finished, timeout=RUN_MS) as finished:
+            click(qtbot, panel.start_button)
+            # At once: the previous run's calls and its selected call are gone.
+            assert not {r["id"] for r in rows(panel)} & old and panel.call_view.call_id is None
+            qtbot.waitUntil(lambda: [r["status"] for r in rows(panel)] == ["ok", "ok", "running"], timeout=WAIT_MS)
+            second = panel._shown_run
+            assert second != first and panel.selected_run()["id"] == second
+            stored = {r["id"] for r in read(path, "SELECT id FROM llm_calls WHERE run_id = ?", (second,))}
+            assert {r["id"] for r in rows(panel)} - {None} <= stored
+            gate.set()
+    finally:
+        gate.set()
+    assert finished.args[0]["run_id"] == second
+    [(started, calls_then, detail_then)] = at_start
+    assert started == second and not calls_then & old and detail_then is None
+    assert shown and all(not ids & old for ids in shown)  # never, not for one refresh
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
+    assert len(rows(panel)) == 16 and not {r["id"] for r in rows(panel)} & old

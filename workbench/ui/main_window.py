@@ -68,6 +68,8 @@ class MainWindow(QMainWindow):
         self._status_reader = Reader(model.reads, self, name="read status")
         self.persist_layout = True
         self._auto_size_until = 0.0  # a smoke launch (bench/startup.py) leaves the user's layout alone
+        self._layout_sizing = True  # the default layout is being sized at start-up
+        self._startup_state = None  # that layout once sized: what View ▸ Reset layout gives back
         self._job_text = ""  # what the model is busy with, when this window asked for it
         self._job_cancel: threading.Event | None = None  # set by Cancel: the job stops between steps
         self.setWindowTitle(APP_NAME)
@@ -116,6 +118,7 @@ class MainWindow(QMainWindow):
         self.setGeometry(fit_geometry(self._available()))
         self._default_layout()
         self._layout_restored = self._restore_layout()
+        self._layout_sizing = not self._layout_restored
 
         model.opened.connect(self._on_opened)
         model.closed.connect(self._on_closed)
@@ -227,6 +230,8 @@ class MainWindow(QMainWindow):
 
     def _size_docks(self) -> None:
         # Sizes only take effect once the window has its real size, so this runs again on show.
+        if self._layout_sizing:
+            QTimer.singleShot(0, self._remember_startup_layout)
         d = self.docks
         width, height = max(self.width(), 640), max(self.height(), 400)
         self.resizeDocks([d["clustersPanel"], d["traceInspectorPanel"], d["quadrantPanel"]],
@@ -234,6 +239,11 @@ class MainWindow(QMainWindow):
         # Qt gives the docks above the height asked for; the bottom area takes the rest.
         top = [d["clustersPanel"], d["traceInspectorPanel"], d["quadrantPanel"]]
         self.resizeDocks(top, [int(height * 0.5)] * len(top), Qt.Orientation.Vertical)
+
+    def _remember_startup_layout(self) -> None:
+        """The default layout as sized at start-up (the last sizing while the window settles)."""
+        if self._layout_sizing:
+            self._startup_state = self.saveState(LAYOUT_VERSION)
 
     def _restore_layout(self) -> bool:
         geometry, state = self.settings.window_state()
@@ -281,14 +291,21 @@ class MainWindow(QMainWindow):
             dock.setFloating(False)
             self.removeDockWidget(dock)  # out of every tab group: re-tabifying them leaves stray bars
         self._default_layout()
+        # The start-up layout, as it was: sizes asked of docks being laid out again do not hold
+        # (the top row came back 90 px shorter than at start-up), and each request moves them a
+        # little more, so the window keeps the state it had once sized at start-up.
+        if self._startup_state is not None:
+            self.restoreState(self._startup_state, LAYOUT_VERSION)
+            self._hide_stale_tab_bars()
+            QTimer.singleShot(0, self._hide_stale_tab_bars)
+        else:  # the window started with the user's layout: size the default one now
+            QTimer.singleShot(0, self._size_docks)
 
     # ----- theme and zoom --------------------------------------------------------------------
     def set_theme(self, name: str) -> None:
         app = QApplication.instance()
         self.theme_name = theme.apply_theme(app, name)
-        self.settings.set_theme(self.theme_name)
-        # Stylesheets that say palette(...) are resolved when set: set them again.
-        self._restyle(lambda sheet: "palette(" in sheet)
+        self.settings.set_theme(self.theme_name)  # (apply_theme set every stylesheet again)
         self.menus.sync_theme(self.theme_name)
         self.theme_changed.emit(self.theme_name)
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QEvent, QSize
-from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QIcon, QPalette
+from PySide6.QtCore import QCoreApplication, QEvent, QRectF, QSize
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QIcon, QPainter, QPalette, QPen
 
 RESOURCES = Path(__file__).resolve().parents[2] / "resources"
 FONT_DIR = RESOURCES / "fonts"
@@ -71,6 +71,10 @@ COLOURS: dict[str, dict[str, str]] = {
     "dark": {"ok": "#6fcf75", "warning": "#f0b44c", "error": "#ff7a70", "info": "#7fb3f0",
              "muted": "#a8a8a8", "sim": "#b39ddb", "accent": "#7fb3f0"},
 }
+# The outline of a check box or radio button: >= 3:1 against the window and the fields (WCAG's
+# minimum for a control's boundary). Fusion outlines them in the window colour darkened, which
+# a dark window hardly shows.
+INDICATOR_OUTLINE = {"light": "#767676", "dark": "#a0a0a0"}
 # The tiers of UI.md: green, orange (solid for positive polar, hatched or outlined for negative
 # polar), red, grey (hollow when no vote was cast). Chosen by their distance in CIELAB under
 # normal vision and simulated colour blindness, and >= 3:1 against the table's background.
@@ -90,6 +94,7 @@ class _State:
     zoom = 1.0
     base_font: QFont | None = None  # the platform's default, before any zoom
     families: list[str] | None = None  # the bundled families, once loaded
+    style = None  # the application's style (Fusion, outlined indicators)
 
 
 # ----- colours ---------------------------------------------------------------------------------
@@ -159,7 +164,8 @@ def install(app: QGuiApplication) -> None:
         _State.base_font = QFont(app.font())
         load_fonts()
         if hasattr(app, "setStyle"):
-            app.setStyle("Fusion")
+            _State.style = _fusion()  # kept: the application does not own a Python-made style
+            app.setStyle(_State.style)
         if ICON_FILE.exists():
             icon = QIcon(str(ICON_FILE))
             icon.addFile(str(ICON_FILE), QSize(64, 64))
@@ -181,6 +187,14 @@ def apply_theme(app: QGuiApplication, theme: str) -> str:
     # Qt posts the change to each window; deliver it now, so every widget (and whatever reads a
     # colour right after) has the new palette when this returns.
     QCoreApplication.sendPostedEvents(None, QEvent.Type.ApplicationPaletteChange)
+    # A widget with a stylesheet, and every widget inside it, keeps the palette it had when the
+    # sheet was set (Qt's stylesheet style resolves it then): a box styled in the light theme
+    # stayed white, its labels black, in the dark one. Setting the sheets again resolves them anew.
+    if hasattr(app, "allWidgets"):
+        for widget in app.allWidgets():
+            sheet = widget.styleSheet()
+            if sheet:
+                widget.setStyleSheet(sheet)
     return theme
 
 
@@ -222,3 +236,34 @@ def _apply_font(app: QGuiApplication) -> None:
     font.setPointSizeF(round(base_point_size() * _State.zoom, 2))
     app.setFont(font)
     QCoreApplication.sendPostedEvents(None, QEvent.Type.ApplicationFontChange)
+
+
+def _fusion():
+    """Fusion, with check boxes and radio buttons outlined so they show in both themes."""
+    from PySide6.QtWidgets import QProxyStyle, QStyle, QStyleFactory
+
+    class Style(QProxyStyle):
+        def drawPrimitive(self, element, option, painter, widget=None) -> None:  # noqa: N802 (Qt API)
+            super().drawPrimitive(element, option, painter, widget)
+            radio = element == QStyle.PrimitiveElement.PE_IndicatorRadioButton
+            if not radio and element != QStyle.PrimitiveElement.PE_IndicatorCheckBox:
+                return
+            colour = QColor(INDICATOR_OUTLINE[_State.theme])
+            if not option.state & QStyle.StateFlag.State_Enabled:
+                colour.setAlphaF(0.5)
+            painter.save()
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+            painter.setPen(QPen(colour, 1))
+            painter.setBrush(QColor(0, 0, 0, 0))
+            rect = QRectF(option.rect).adjusted(0.5, 0.5, -0.5, -0.5)
+            if radio:
+                side = min(rect.width(), rect.height())
+                rect = QRectF(rect.center().x() - side / 2, rect.center().y() - side / 2, side, side)
+                painter.drawEllipse(rect)
+            else:
+                painter.drawRoundedRect(rect, 1.5, 1.5)
+            painter.restore()
+
+    style = Style(QStyleFactory.create("Fusion"))
+    style.setObjectName("fusion")
+    return style

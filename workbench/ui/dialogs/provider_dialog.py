@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout,
-                               QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QRadioButton, QSpinBox,
+                               QGridLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QRadioButton, QSpinBox,
                                QVBoxLayout, QWidget)
 
 from workbench.core.errors import InputError
@@ -169,12 +169,24 @@ class ProviderDialog(QDialog):
         form.addRow("Name", _cell(self, self.name, self.messages["name"]))
         form.addRow("Model", _cell(self, self.model, self.messages["model"]))
         form.addRow("API base", _cell(self, self.api_base, self.messages["api_base"]))
-        limits = QHBoxLayout()
-        for label, widget in (("Concurrency", self.max_concurrency), ("RPM", self.rpm), ("Timeout", self.timeout),
-                              ("Retries", self.retries)):
-            limits.addWidget(QLabel(label, self))
-            limits.addWidget(widget)
-        limits.addStretch(1)
+        # Two rows of label and box: in one row the four pairs were squeezed until a label touched
+        # the box of the pair before it.
+        limits = QGridLayout()
+        limits.setContentsMargins(0, 0, 0, 0)
+        limits.setHorizontalSpacing(6)
+        limits.setVerticalSpacing(4)
+        pairs = (("Concurrency", self.max_concurrency), ("RPM", self.rpm), ("Timeout", self.timeout),
+                 ("Retries", self.retries))
+        for n, (label, widget) in enumerate(pairs):
+            row, column = divmod(n, 2)
+            text = QLabel(label, self)
+            text.setBuddy(widget)
+            text.setToolTip(widget.toolTip())
+            limits.addWidget(text, row, column * 3, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            limits.addWidget(widget, row, column * 3 + 1)
+            widget.setMinimumWidth(widget.sizeHint().width())
+        limits.setColumnMinimumWidth(2, 18)  # a clear gap between the two pairs of a row
+        limits.setColumnStretch(5, 1)
         form.addRow("Limits", limits)
         form.addRow("", self.messages["limits"])
         test = QHBoxLayout()

@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QAction, QColor
 from PySide6.QtWidgets import (QCheckBox, QFrame, QHBoxLayout, QLabel, QLineEdit, QMenu, QScrollArea, QSizePolicy,
                                QSplitter, QStackedWidget, QTabWidget, QToolBar, QToolButton, QVBoxLayout, QWidget)
@@ -41,8 +41,11 @@ from workbench.ui.widgets.record_table import RecordTable
 CLUSTER_COLUMNS = (("name", "Cluster"), ("reference", "Reference"), ("theta", "θ"),
                    ("weight", "Weight"), ("agents", "Agents"), ("description", "Description"))
 MIN_HEIGHT = 440  # below this the dock scrolls the panel (the window puts it in a scroll area)
-AGENT_COLUMNS = (("id", "Agent"), ("cluster", "Cluster"), ("provider", "Provider"), ("model", "Model"),
-                 ("role", "Role"), ("persona", "Persona"))
+# The persona third, where a narrow dock still shows it: it takes the width the others leave.
+AGENT_COLUMNS = (("id", "Agent"), ("cluster", "Cluster"), ("persona", "Persona"), ("role", "Role"),
+                 ("provider", "Provider"), ("model", "Model"))
+PERSONA_COLUMN = [k for k, _ in AGENT_COLUMNS].index("persona")
+PERSONA_MIN_WIDTH = 140  # below this the persona elides into its tooltip and the table scrolls sideways
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,8 @@ class ClustersPanel(ClustersActions, Panel):
         self.clusters = RecordTable(CLUSTER_COLUMNS, "Filter clusters…", self)
         self.agents = RecordTable(AGENT_COLUMNS, "Filter agents…", self)
         self.clusters.model.decorate = lambda row, key, role: self._decorate("cluster", row["id"], role)
-        self.agents.model.decorate = lambda row, key, role: self._decorate("agent", row["id"], role)
+        self.agents.model.decorate = lambda row, key, role: self._decorate("agent", row["id"], role, key, row)
+        self.agents.view.viewport().installEventFilter(self)  # the persona column fits the width
         self.persona = PersonaEditor(model, self)
         self.persona.commit = self._commit_params
         self.cluster_editor = ClusterEditor(self)
@@ -202,9 +206,11 @@ class ClustersPanel(ClustersActions, Panel):
         self.split.addWidget(self.agents)
         self.split.addWidget(self.editor)
         self.split.setStretchFactor(0, 2)
-        self.split.setStretchFactor(1, 3)
-        self.split.setStretchFactor(2, 6)
-        self.split.setSizes([150, 170, 340])  # in proportion: the form gets most of a short dock
+        self.split.setStretchFactor(1, 4)
+        self.split.setStretchFactor(2, 5)
+        # In proportion: the form gets most of a short dock, the agents (often six or more) room for
+        # their rows, the clusters (often two) for theirs.
+        self.split.setSizes([110, 220, 330])
         layout.addWidget(self.split, 1)
         self.message = FieldMessage(page)
         self.message.setObjectName("clustersMessage")
@@ -240,11 +246,13 @@ class ClustersPanel(ClustersActions, Panel):
             for c in view.clusters
         ])
         rows = [{**a, "cluster": names.get(a["cluster_id"], "—"), "persona": _first_line(a["persona"]),
+                 "persona_text": a["persona"],
                  "model": (view.providers.get(a["provider"]) or {}).get("model", "")}
                 for a in view.agents]
         if rows != self._agent_rows:  # an unchanged table keeps its selection and scroll position
             self._agent_rows = rows
             self.agents.set_rows(rows)
+            self._fit_agent_columns()
         self.agent_editor.set_choices(view.clusters, view.providers)
         self.providers_view.show_providers(view.providers, view.agents)
         if not self._tau_dirty:
@@ -272,6 +280,17 @@ class ClustersPanel(ClustersActions, Panel):
         self.agent_editor.load(None)
         self.providers_view.show_providers({}, [])
         self.editor.setCurrentIndex(0)
+
+    def _fit_agent_columns(self) -> None:
+        """The persona takes the width the other columns (at their contents' width) leave."""
+        view = self.agents.view
+        others = sum(view.columnWidth(c) for c in range(len(AGENT_COLUMNS)) if c != PERSONA_COLUMN)
+        view.setColumnWidth(PERSONA_COLUMN, max(PERSONA_MIN_WIDTH, view.viewport().width() - others))
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt API)
+        if event.type() == QEvent.Type.Resize and watched is self.agents.view.viewport():
+            self._fit_agent_columns()
+        return super().eventFilter(watched, event)
 
     @property
     def busy(self) -> bool:
@@ -456,12 +475,14 @@ class ClustersPanel(ClustersActions, Panel):
         for table in (self.clusters, self.agents):
             table.view.viewport().update()
 
-    def _decorate(self, kind: str, key: object, role: int) -> object:
+    def _decorate(self, kind: str, key: object, role: int, column: str = "", row: dict | None = None) -> object:
         if role not in (Qt.ItemDataRole.ForegroundRole, Qt.ItemDataRole.ToolTipRole):
             return None
         found = self._issues_of(kind, key)
         level = worst([i.level for i in found])
         if level is None:
+            if column == "persona" and role == Qt.ItemDataRole.ToolTipRole and row is not None:
+                return (row.get("persona_text") or "").strip() or None  # the cell shows what fits
             return None
         if role == Qt.ItemDataRole.ToolTipRole:
             return "\n".join(("✖ " if i.level == "error" else "▲ ") + i.message for i in found)

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QFontDatabase, QGuiApplication
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QButtonGroup,
     QFrame,
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSplitter,
     QToolButton,
     QVBoxLayout,
@@ -37,18 +38,16 @@ from PySide6.QtWidgets import (
 from workbench.services.mcp.process import McpServerProcess, client_config_text
 from workbench.services.project_model import ProjectModel
 from workbench.services.reads import Reader
+from workbench.ui import theme
 from workbench.ui.panels.base import Panel
 from workbench.ui.widgets.paged_table import PagedTable
 from workbench.ui.widgets.record_table import RecordTable
+from workbench.ui.widgets.run_status import ElidedRichLabel
 
-# Colour and shape for each status, readable on light and dark themes.
-STATUS_STYLE = {
-    "confirmed": ("●", QColor("#2e7d32")),
-    "challenged": ("✖", QColor("#c62828")),
-    "pending": ("○", QColor("#757575")),
-}
-VOTE_STYLE = {"confirm": ("▲", QColor("#2e7d32")), "challenge": ("▼", QColor("#c62828")),
-              "uncertain": ("◇", QColor("#757575")), None: ("∅", QColor("#757575"))}
+# Shape and colour for each status: the colour is a key of theme.COLOURS, read when drawn, so it
+# is the current theme's (>= 4.5:1 on the window and the tables in both themes).
+STATUS_STYLE = {"confirmed": ("●", "ok"), "challenged": ("✖", "error"), "pending": ("○", "muted")}
+VOTE_STYLE = {"confirm": ("▲", "ok"), "challenge": ("▼", "error"), "uncertain": ("◇", "muted"), None: ("∅", "muted")}
 QUEUES = (("all", "All"), ("challenged", "✖ Challenged"), ("pending", "○ Pending"), ("confirmed", "● Confirmed"))
 
 FINDING_COLUMNS = (("status_label", "Status"), ("id", "Finding"), ("claim", "Claim"), ("score", "Score"),
@@ -78,7 +77,9 @@ class FindingsPanel(Panel):
         content = QWidget(self)
         layout = QVBoxLayout(content)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(self._build_queue_bar())
+        layout.setSpacing(3)
+        bar = self._build_queue_bar()
+        layout.addLayout(bar)
 
         # A list that pages: 5,000 findings cost one window of rows, sorted and filtered in SQL.
         self.findings = PagedTable(FINDING_COLUMNS, model.reads, row_key=lambda row: row["id"],
@@ -88,12 +89,23 @@ class FindingsPanel(Panel):
         self.history_label = QLabel("Select a finding to see its votes.", self)
         self.history_label.setObjectName("historyLabel")
         self.history_label.setTextFormat(Qt.TextFormat.RichText)
+        self.history_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.history = RecordTable(VOTE_COLUMNS, "Filter votes…", self)
         self.history.model.decorate = _decorate_vote
         history_box = QWidget(self)
         history_layout = QVBoxLayout(history_box)
         history_layout.setContentsMargins(0, 0, 0, 0)
-        history_layout.addWidget(self.history_label)
+        history_layout.setSpacing(3)
+        # "Open in Trace Inspector": the selected finding (or a double-clicked one) opens there.
+        self.open_button = QPushButton("Open in Trace Inspector", self)
+        self.open_button.setEnabled(False)
+        self.open_button.clicked.connect(lambda: self._open_in_inspector(self._selected))
+        self.findings.view.doubleClicked.connect(
+            lambda index: self._open_in_inspector(self.findings.model.row(index.row())["id"]))
+        label_row = QHBoxLayout()
+        label_row.addWidget(self.history_label, 1)
+        label_row.addWidget(self.open_button)
+        history_layout.addLayout(label_row)
         history_layout.addWidget(self.history)
 
         split = QSplitter(Qt.Orientation.Vertical, self)
@@ -102,13 +114,15 @@ class FindingsPanel(Panel):
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
         layout.addWidget(split, 1)
-        self.cons_label = QLabel(self)
+        # Beside the queue buttons (the dock is short); "…" and a tooltip when it does not fit.
+        self.cons_label = ElidedRichLabel("", self)
         self.cons_label.setObjectName("consSummary")
-        self.cons_label.setTextFormat(Qt.TextFormat.PlainText)
-        layout.addWidget(self.cons_label)
-        # The findings and the server box share a splitter, and the box scrolls: neither forces the
-        # dock (and so the whole window) to grow taller than the user wants.
-        self._split = QSplitter(Qt.Orientation.Vertical, self)
+        self.cons_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        bar.addWidget(self.cons_label, 1)
+        # The findings and the server box share a splitter, side by side (the dock is wide and
+        # short), and the box scrolls: neither forces the dock (and so the whole window) to grow
+        # taller than the user wants.
+        self._split = _FitSplitter(Qt.Orientation.Horizontal, self)
         self._split.setChildrenCollapsible(False)
         self._split.addWidget(content)
         self._layout.addWidget(self._split, 1)
@@ -124,9 +138,11 @@ class FindingsPanel(Panel):
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(self._build_server_box())
         scroll.setMinimumHeight(60)
+        scroll.setMinimumWidth(220)
         self._split.addWidget(scroll)
         self._split.setStretchFactor(0, 3)
         self._split.setStretchFactor(1, 1)
+        self._split.setSizes([640, 300])
         model.closed.connect(self._on_project_closing)
         self._update_server_box()
 
@@ -147,7 +163,7 @@ class FindingsPanel(Panel):
             group.addButton(button)
             self.queue_buttons[key] = button
             bar.addWidget(button)
-        bar.addStretch(1)
+        bar.addSpacing(12)  # then the CONS line, which takes the rest of the row
         return bar
 
     def _build_server_box(self) -> QGroupBox:
@@ -251,7 +267,14 @@ class FindingsPanel(Panel):
         if not rows:
             return
         self._selected = self.findings.model.row(rows[0].row())["id"]
+        self.open_button.setEnabled(True)
         self._show_history(self._selected)
+
+    def _open_in_inspector(self, finding_id: str | None) -> None:
+        if finding_id is not None:
+            from workbench.core.project.refs import RecordRef
+
+            self.model.reveal(RecordRef("finding", finding_id))
 
     def _show_history(self, finding_id: str | None) -> None:
         reading = self._reading
@@ -282,6 +305,7 @@ class FindingsPanel(Panel):
         self.history_label.setText(
             f"<b>{html.escape(f.id)}</b> {status_label(f.status.value)} · score {_score(f.consensus_score)} "
             f"(threshold {f.threshold:g}, k = {f.k}) · {shown} vote{'s' * (history.votes_in_history != 1)}")
+        self.history_label.setToolTip(f"{f.id}: {f.claim}")
         self.history.set_rows([{
             **v.model_dump(mode="json"),
             "vote_label": _vote_label(v.vote_type.value if v.vote_type else None, v.status),
@@ -294,6 +318,7 @@ class FindingsPanel(Panel):
     def clear(self) -> None:
         self._content.hide()
         self._selected = None
+        self.open_button.setEnabled(False)
         self._history.cancel()
         self.findings.set_source(None)
         self.history.set_rows([])
@@ -357,6 +382,16 @@ class FindingsPanel(Panel):
             self.server_status.setText("Not running." if has_project else "No project is open.")
 
 
+class _FitSplitter(QSplitter):
+    """A splitter that prefers its minimum height. The window's scroll area sizes a panel by its
+    height for its width, which counts each part at its preferred height (the server box whole,
+    tables of many rows: 868 px in a 406 px dock, the votes and the box off-screen); this way the
+    panel asks for what its parts need at least, and the splitter shares the dock it gets."""
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+        return QSize(super().sizeHint().width(), self.minimumSizeHint().height())
+
+
 def _time(stamp: str | None) -> str:
     """``2026-11-22T12:47:39.676Z`` -> ``2026-11-22 12:47:39`` (sorts the same way)."""
     return "" if not stamp else stamp.replace("T", " ")[:19]
@@ -402,7 +437,7 @@ def _vote_label(vote_type: str | None, status: str) -> str:
 
 def _decorate_finding(row: dict, key: str, role: int) -> object:
     if role == Qt.ItemDataRole.ForegroundRole and key in ("status_label", "score"):
-        return STATUS_STYLE[row["status"]][1]
+        return theme.colour(STATUS_STYLE[row["status"]][1])
     if role == Qt.ItemDataRole.ToolTipRole and key == "claim":
         return row["claim"]
     return None
@@ -411,9 +446,9 @@ def _decorate_finding(row: dict, key: str, role: int) -> object:
 def _decorate_vote(row: dict, key: str, role: int) -> object:
     if role == Qt.ItemDataRole.ForegroundRole:
         if row["status"] == "invalid":
-            return VOTE_STYLE[None][1]
+            return theme.colour(VOTE_STYLE[None][1])
         if key == "vote_label":
-            return VOTE_STYLE[row["vote_type"]][1]
+            return theme.colour(VOTE_STYLE[row["vote_type"]][1])
     if role == Qt.ItemDataRole.ToolTipRole and key == "reason":
         return row["reason"]
     return None

@@ -29,8 +29,8 @@ from workbench.ui.widgets.escalation_form import EscalationForm, context_html
 from workbench.ui.widgets.manual_prompt import ManualPromptBox, escape_html
 from workbench.ui.widgets.record_table import RecordTable
 from workbench.ui.widgets.run_config_editor import RunConfigEditor
-from workbench.ui.widgets.run_status import (RUN_STATUS, SIM_BADGE, SIM_NOTE, WAITING, RunBadge, ballots_html,
-                                             decorate_run, live_row, progress_text, run_row)
+from workbench.ui.widgets.run_status import (RUN_STATUS, SIM_BADGE, SIM_NOTE, WAITING, ElidedRichLabel, RunBadge,
+                                             ballots_html, decorate_run, live_row, progress_text, run_row)
 from workbench.ui.widgets.run_timeline import AMBER, GREY, RED, RunTimeline, call_row, tone
 
 __all__ = ["LiveRunPanel", "GREY", "SIM_NOTE", "progress_text"]
@@ -150,9 +150,10 @@ class LiveRunPanel(Panel):
         self.progress_bar.setFixedWidth(120)
         self.progress_bar.hide()
         controls.addWidget(self.progress_bar)
-        self.progress_label = QLabel("", self)  # one row with the controls: the dock is short
+        # One row with the controls (the dock is short): what does not fit ends in "…", the
+        # whole text in its tooltip, and the buttons keep their room.
+        self.progress_label = ElidedRichLabel("", self)
         self.progress_label.setObjectName("runProgress")
-        self.progress_label.setTextFormat(Qt.TextFormat.RichText)
         self.progress_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         controls.addWidget(self.progress_label, 1)
         return controls
@@ -162,6 +163,7 @@ class LiveRunPanel(Panel):
         self.runs_table.model.decorate = decorate_run
         self.runs_table.view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.runs_table.view.selectionModel().selectionChanged.connect(self._on_run_selected)
+        self.runs_table.view.viewport().installEventFilter(self)  # its columns fit its width
 
         calls_box = QWidget(self)
         calls_layout = QVBoxLayout(calls_box)
@@ -172,6 +174,7 @@ class LiveRunPanel(Panel):
         self.sim_note.setObjectName("simNote")
         self.sim_note.setStyleSheet(f"QLabel {{ background: {SIM_BADGE}; color: white; font-weight: bold;"
                                     " border-radius: 3px; padding: 0px 6px; }")
+        self.sim_note.setWordWrap(True)  # two lines rather than the run list or the call cut short
         self.sim_note.hide()
         self.badge = RunBadge(self)
         self.calls_heading = QLabel("Select a run to see its calls.", self)
@@ -199,11 +202,37 @@ class LiveRunPanel(Panel):
 
         self.split = QSplitter(Qt.Orientation.Horizontal, self)
         self.split.setChildrenCollapsible(False)
-        for widget, stretch in ((self.runs_table, 2), (calls_box, 5), (self.detail_tabs, 4)):
+        for widget, stretch in ((self.runs_table, 3), (calls_box, 4), (self.detail_tabs, 4)):
             self.split.addWidget(widget)
             self.split.setStretchFactor(self.split.count() - 1, stretch)
-        self.split.setSizes([285, 535, 460])
+        # In proportion (the dock's width is shared so): the runs get room for an id, SIM and a
+        # status ("✓ completed") side by side, about 260 px of a 1280 px window's dock.
+        self.split.setSizes([330, 400, 370])
         return self.split
+
+    def _fit_run_columns(self) -> None:
+        """The status and SIM columns whole; the run id takes what the table's width leaves, its
+        middle elided down to a readable minimum (the whole id is in its tooltip)."""
+        view = self.runs_table.view
+        metrics, pad = view.fontMetrics(), 18
+        statuses = [r["status_text"] for r in self._run_rows] or ["✓ completed"]
+        status = max(metrics.horizontalAdvance(t) for t in (*statuses, "✓ completed", "Status")) + pad
+        sim = max(metrics.horizontalAdvance("SIM"), view.horizontalHeader().fontMetrics().horizontalAdvance("SIM")) + pad
+        ids = [r["id"] for r in self._run_rows]
+        longest = max((metrics.horizontalAdvance(i) for i in ids), default=0) + pad
+        least = metrics.horizontalAdvance("rcp-2…26a9a") + pad
+        # The splitter never makes the table narrower than an elided id, SIM and the status.
+        frame = view.verticalScrollBar().sizeHint().width() + 2 * view.frameWidth()
+        self.runs_table.setMinimumWidth(least + sim + status + frame)
+        room = view.viewport().width() - sim - status
+        view.setColumnWidth(0, max(least, min(longest, room)))
+        view.setColumnWidth(1, sim)
+        view.setColumnWidth(2, status)
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt API)
+        if event.type() == QEvent.Type.Resize and watched is self.runs_table.view.viewport():
+            self._fit_run_columns()
+        return super().eventFilter(watched, event)
 
     def _button(self, text: str, tip: str, slot) -> QPushButton:
         button = QPushButton(text, self)
@@ -260,8 +289,7 @@ class LiveRunPanel(Panel):
             self._run_rows = rows
             keep = self._shown_run
             self.runs_table.set_rows(rows)
-            table = self.runs_table.view  # a run id is long: its middle gives way to the status
-            table.setColumnWidth(0, min(table.columnWidth(0), table.fontMetrics().horizontalAdvance("rcp-2026…c0b0")))
+            self._fit_run_columns()
             if keep:
                 self.select_run(keep)
         if view.shown_run == self._shown_run:
@@ -467,7 +495,20 @@ class LiveRunPanel(Panel):
         doc = self.editor.document()
         config_id = self.source.config_id if self.source.unchanged(doc) else None
         self.tabs.setCurrentIndex(0)
+        self._leave_shown_run()
         self.service.start_document(doc, config_id=config_id, label=str(doc.get("label") or ""))
+
+    def _leave_shown_run(self) -> None:
+        """Start: the run shown until now goes (its calls, its selected call); the new run's
+        ``started`` brings its own."""
+        self._shown_run = None
+        self.runs_table.view.selectionModel().clearSelection()
+        self._detail.cancel()
+        self.timeline.clear()
+        self.call_view.show_detail(None)
+        self._escalation_view = None
+        self.escalation_form.set_view(None)
+        self._show_heading()
 
     def _on_resume_clicked(self) -> None:
         run = self.selected_run()
@@ -530,8 +571,15 @@ class LiveRunPanel(Panel):
         self._update_buttons()
 
     def _on_run_started(self, run_id: str) -> None:
+        other = run_id != self._shown_run
         self._shown_run = run_id
-        self.timeline.start_live(run_id)
+        # A new run: the timeline and the call detail leave the run shown before at once (its
+        # calls must never pass for the new run's), then fill with the new run's calls.
+        self.timeline.start_live(run_id, fresh=other)
+        if other:
+            self._detail.cancel()
+            self.call_view.show_detail(None)
+            self._show_heading()
         if self.tabs.currentWidget() is self.editor:
             self.tabs.setCurrentIndex(0)  # watch it (a call waiting for you keeps its tab)
         self.request()

@@ -20,7 +20,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtCore import QRegularExpression
 from PySide6.QtGui import QFontDatabase, QRegularExpressionValidator
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
-                               QLineEdit, QPlainTextEdit, QPushButton, QScrollArea, QSpinBox, QStackedWidget,
+                               QLineEdit, QPlainTextEdit, QPushButton, QScrollArea, QSizePolicy, QSpinBox, QStackedWidget,
                                QVBoxLayout, QWidget)
 
 from workbench.ui.widgets.manual_prompt import escape_html
@@ -226,7 +226,9 @@ class RunConfigEditor(QWidget):
         scroll.setWidget(columns)
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # As needed: in a dock narrower than the three columns the last one scrolls into view
+        # instead of being cut off at the right edge.
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         outer.addWidget(scroll, 1)
 
     def _build_run(self) -> QGroupBox:
@@ -250,11 +252,15 @@ class RunConfigEditor(QWidget):
         seed_row.addWidget(self.new_seed_button)
         self.dispatch_combo = _combo((("concurrent", "concurrent"), ("sequential", "sequential")))
         self.concurrency_box = QWidget(box)
+        # Its own height only: a plain widget's Preferred policy let the form give it the column's
+        # spare height, which opened a gap between "Concurrency" and its boxes.
+        self.concurrency_box.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self._concurrency = QHBoxLayout(self.concurrency_box)
         self._concurrency.setContentsMargins(0, 0, 0, 0)
         self._concurrency_spins: dict[str, QSpinBox] = {}
         echo_row = QHBoxLayout()
-        self.echo_check = QCheckBox("wrap every agent, check every", box)
+        self.echo_check = QCheckBox("wrap agents, check every", box)
+        self.echo_check.setToolTip("Wrap every agent in Resonance Echo, and check each one every so many turns")
         self.echo_interval = _int(1, 1000)
         self.echo_interval.setSuffix(" turns")
         echo_row.addWidget(self.echo_check)
@@ -328,8 +334,10 @@ class RunConfigEditor(QWidget):
     def _build_batch(self) -> QGroupBox:
         box = QGroupBox("Batch", self)
         form = _form(box)
-        self.batch_check = QCheckBox("run a batch: questions × provider mixes × replicates", box)
+        # Short: the three columns share a 1280 px window's Live Run dock, the Batch one last.
+        self.batch_check = QCheckBox("run a batch", box)
         self.batch_check.setObjectName("batchCheck")
+        self.batch_check.setToolTip("Run every question × provider mix × replicate below, as one batch")
         self.batch_check.toggled.connect(self._on_batch_toggled)
         form.addRow(self.batch_check)
         self._field(form, "Name", ("batch", "name"), QLineEdit())

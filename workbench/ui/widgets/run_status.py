@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QBrush, QColor, QFont
-from PySide6.QtWidgets import QLabel, QWidget
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer
+from PySide6.QtGui import QAbstractTextDocumentLayout, QBrush, QColor, QFont, QPainter, QPalette, QTextCursor, QTextDocument
+from PySide6.QtWidgets import QLabel, QToolTip, QWidget
 
 from workbench.ui.widgets.manual_prompt import ACCENT, escape_html
 from workbench.ui.widgets.run_timeline import AMBER, BLUE, GREY, RED, tone
@@ -71,6 +71,71 @@ class RunBadge(QLabel):
         self.setText(f"{SPINNER[self._frame]} running")
 
 
+class ElidedRichLabel(QLabel):
+    """One line of rich text that ends in "…" when it does not fit (its colours kept), never
+    asking for the width of its text; the whole text shows in its tooltip then. ``text()`` is
+    the whole text."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None):
+        super().__init__(text, parent)
+        self.setTextFormat(Qt.TextFormat.RichText)
+        self.setWordWrap(False)
+        self._fitted: tuple[tuple, QTextDocument | None] | None = None
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+        return QSize(0, super().minimumSizeHint().height())
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+        return QSize(0, super().sizeHint().height())
+
+    def _document(self, html: str) -> QTextDocument:
+        doc = QTextDocument(self)
+        doc.setDocumentMargin(0)
+        doc.setDefaultFont(self.font())
+        doc.setHtml(html)
+        return doc
+
+    def elided(self) -> QTextDocument | None:
+        """The text cut to fit, with "…"; None when it fits whole."""
+        width = self.contentsRect().width()
+        key = (self.text(), width, self.font().toString())
+        if self._fitted is not None and self._fitted[0] == key:
+            return self._fitted[1]
+        doc = self._document(self.text())
+        if doc.idealWidth() <= width:
+            doc = None
+        else:
+            cursor = QTextCursor(doc)
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            cursor.insertText("…")
+            cursor.movePosition(QTextCursor.MoveOperation.Left)
+            while doc.idealWidth() > width and cursor.position() > 0:
+                cursor.deletePreviousChar()
+        self._fitted = (key, doc)
+        return doc
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        doc = self.elided()
+        if doc is None:
+            super().paintEvent(event)
+            return
+        painter = QPainter(self)
+        rect = self.contentsRect()
+        painter.setClipRect(rect)
+        painter.translate(rect.x(), rect.y() + (rect.height() - doc.size().height()) / 2)
+        context = QAbstractTextDocumentLayout.PaintContext()
+        context.palette = QPalette(self.palette())
+        context.palette.setColor(QPalette.ColorRole.Text, self.palette().color(self.foregroundRole()))
+        doc.documentLayout().draw(painter, context)
+
+    def event(self, event) -> bool:  # noqa: N802 (Qt API)
+        if event.type() == QEvent.Type.ToolTip and self.elided() is not None:
+            whole = self._document(self.text()).toPlainText()
+            QToolTip.showText(event.globalPos(), whole + (f"\n\n{self.toolTip()}" if self.toolTip() else ""), self)
+            return True
+        return super().event(event)
+
+
 def local_time(stamp: str | None) -> str:
     if not stamp:
         return ""
@@ -121,8 +186,8 @@ def decorate_run(row: dict, key: str, role: int):
             return font
         if role == Qt.ItemDataRole.ToolTipRole and row.get("error"):
             return row["error"]
-    if key == "id" and role == Qt.ItemDataRole.ToolTipRole and row.get("batch_id"):
-        return f"{row['id']}, a run of batch {row['batch_id']}"
+    if key == "id" and role == Qt.ItemDataRole.ToolTipRole:  # the cell elides the id's middle
+        return f"{row['id']}, a run of batch {row['batch_id']}" if row.get("batch_id") else row["id"]
     return None
 
 

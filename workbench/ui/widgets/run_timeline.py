@@ -137,8 +137,11 @@ class RunTimeline(QWidget):
         self._stored = rows
         self._refresh()
 
-    def start_live(self, run_id: str) -> None:
-        """Follow ``run_id``'s call events from now on (its earlier live rows are dropped)."""
+    def start_live(self, run_id: str, *, fresh: bool = False) -> None:
+        """Follow ``run_id``'s call events from now on (its earlier live rows are dropped);
+        ``fresh``: another run's stored calls are dropped too (a new run starts from none)."""
+        if fresh:
+            self._stored = []
         if run_id != self._live_run:
             self._live, self._live_run = {}, run_id
         self._follow = True
@@ -182,6 +185,11 @@ class RunTimeline(QWidget):
                 waited = now - row["_started"]
                 row = {**row, "status_text": f"◌ running {waited:.0f} s" if waited >= 1 else "◌ running"}
             rows.append({k: v for k, v in row.items() if k not in ("_started", "_until")})
+        # One stable order, whatever order the calls end and are read back in: recorded calls by
+        # their id (the order the run recorded them), then the calls in flight (no id yet) in
+        # the order they started.
+        flying = {id(r): n for n, r in enumerate(rows) if r["id"] is None}
+        rows.sort(key=lambda r: (0, r["id"], 0) if r["id"] is not None else (1, 0, flying[id(r)]))
         return rows
 
     def _refresh(self) -> None:
