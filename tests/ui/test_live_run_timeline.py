@@ -105,6 +105,27 @@ def test_the_call_detail_shows_the_fence_lines_and_the_raw_reply(qtbot, window, 
     assert panel.detail_tabs.currentWidget() is panel.call_view
 
 
+def test_open_in_trace_inspector_shows_the_selected_call_there(qtbot, window, tmp_path, open_project):
+    path = empty_project(tmp_path)
+    open_project(path)
+    panel = panel_of(window)
+    put(qtbot, panel, small_rcp())
+    assert start(qtbot, window)["status"] == "completed"
+    vote = next(r for r in rows(panel) if r["purpose"] == "vote")
+    click_call(qtbot, panel, vote["id"])
+    assert panel.inspect_button.isEnabled()
+    click(qtbot, panel.inspect_button)
+    inspector = window.panels["traceInspectorPanel"]
+    qtbot.waitUntil(lambda: inspector.detail.detail is not None and inspector.detail.detail.kind == "call"
+                    and inspector.detail.detail.id == vote["id"], timeout=WAIT_MS)
+
+    def selected() -> list[tuple]:
+        return [(inspector.list.model.row(i.row())["_kind"], inspector.list.model.row(i.row())["id"])
+                for i in inspector.list.view.selectionModel().selectedRows()]
+
+    qtbot.waitUntil(lambda: selected() == [("call", vote["id"])], timeout=WAIT_MS)
+
+
 def test_an_eta_under_a_second_reads_as_text(qtbot, window, tmp_path, open_project):
     open_project(empty_project(tmp_path))
     panel = panel_of(window)

@@ -199,6 +199,14 @@ class LiveRunPanel(Panel):
         self.escalation_form.decided.connect(self._on_record_decision)
         self.detail_tabs.addTab(self.call_view, "Call")
         self.detail_tabs.addTab(self.escalation_form, "Escalation")
+        self.inspect_button = QToolButton(self)
+        self.inspect_button.setText("Open in Trace Inspector")
+        self.inspect_button.setToolTip("Show the selected call (or, with none, the run) in the Trace Inspector, "
+                                       "with every field. Double-clicking a call does the same.")
+        self.inspect_button.setEnabled(False)
+        self.inspect_button.clicked.connect(self._open_in_inspector)
+        self.detail_tabs.setCornerWidget(self.inspect_button, Qt.Corner.TopRightCorner)
+        self.calls_table.view.doubleClicked.connect(lambda _index: self._open_in_inspector())
 
         self.split = QSplitter(Qt.Orientation.Horizontal, self)
         self.split.setChildrenCollapsible(False)
@@ -388,6 +396,7 @@ class LiveRunPanel(Panel):
 
     def _on_run_selected(self, *_args) -> None:
         run = self.selected_run()
+        self.inspect_button.setEnabled(run is not None)
         if run is not None and run["id"] != self._shown_run:
             self._shown_run = run["id"]
             self.calls_heading.setText(f"<b>{escape_html(run['id'])}</b> — reading its calls…")
@@ -396,7 +405,20 @@ class LiveRunPanel(Panel):
             self.request()
         self._update_buttons()
 
+    def _open_in_inspector(self) -> None:
+        """The selected call, once it has a record; else the selected run."""
+        from workbench.core.project.refs import RecordRef
+
+        row = self.timeline.selected()
+        run = self.selected_run()
+        run_id = run["id"] if run is not None else None
+        if row is not None and row.get("id") is not None:
+            self.model.reveal(RecordRef("call", row["id"], run_id))
+        elif run_id is not None:
+            self.model.reveal(RecordRef("run", run_id, run_id))
+
     def _on_call_selected(self, row: dict | None) -> None:
+        self.inspect_button.setEnabled(self.selected_run() is not None)
         reading = self._reading
         if row is None or reading is None:
             self.call_view.show_detail(None)

@@ -104,6 +104,7 @@ class TraceInspectorPanel(Panel):
         self.list.view.selectionModel().selectionChanged.connect(self._on_selection_changed)
         self.list.model.first_rows_shown.connect(self._seek_revealed)
         self.list.model.rowsInserted.connect(lambda *_: QTimer.singleShot(0, self, self._seek_revealed))
+        self.list.model.refreshed.connect(lambda: QTimer.singleShot(0, self, self._seek_revealed))
         self.list.filter.textChanged.connect(self._on_search_text)
         # "Search: FTS5" (or LIKE) beside the search box it describes.
         top = self.list.layout().itemAt(0).layout()
@@ -432,6 +433,11 @@ class TraceInspectorPanel(Panel):
         if target["windows"] > 0 and self.list.model.canFetchMore():
             target["windows"] -= 1
             self.list.model.fetchMore()
+        elif not target.get("reread"):
+            # The list may predate the record (a run written since this panel last read, as
+            # when Live Run links a call it just made): read it again, once, then look again.
+            target["reread"] = True
+            self.list.model.refresh()
         else:
             self._reveal = None  # not among the rows loaded: the detail still shows it
 
