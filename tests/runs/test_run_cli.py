@@ -59,7 +59,7 @@ def test_run_prints_the_id_then_a_summary_and_exports_without_the_key(tmp_path, 
     assert "16/16 calls, 0 failed" in out.stderr  # progress on stderr
     assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in server.chat_requests)
 
-    runs = json.loads(rwb("runs", "--project", str(project)).stdout)
+    runs = json.loads(rwb("runs", "--project", str(project), "--json").stdout)
     assert [(r["run_id"], r["status"], r["simulated"]) for r in runs] == [(run_id, "completed", False)]
 
     exports = {}
@@ -75,7 +75,8 @@ def test_run_prints_the_id_then_a_summary_and_exports_without_the_key(tmp_path, 
     call = next(r for r in records if r["kind"] == "call")
     assert {"agent", "status", "attempts"} <= set(call)
     assert exports["csv"].splitlines()[0].startswith("kind,")
-    assert "# Run " in exports["md"] and "positive_consensus" in exports["md"]
+    assert "**Real run.**" in exports["md"] and "Positive consensus" in exports["md"]
+    assert "`openai/fake-model` via local" in exports["md"]
 
     for text in (out.stdout, out.stderr, *exports.values()):
         assert SECRET not in text
@@ -103,7 +104,7 @@ def test_a_429_storm_stops_resumable_then_resume_completes(tmp_path, server):
     run_id, summary = out.stdout.splitlines()[0], json.loads(out.stdout.splitlines()[-1])
     assert summary["status"] == "interrupted"
     assert f"rwb resume {run_id}" in out.stderr.splitlines()[-1]
-    runs = json.loads(rwb("runs", "--project", str(project)).stdout)
+    runs = json.loads(rwb("runs", "--project", str(project), "--json").stdout)
     assert runs[0]["status"] == "interrupted" and "rate-limited" in runs[0]["error"]
 
     server.default = Reply(text=answer)  # the provider recovers

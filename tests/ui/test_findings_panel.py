@@ -221,3 +221,129 @@ def test_the_gui_reads_the_ready_line_the_server_writes():
     from workbench.services.mcp import process as mcp_process
 
     assert mcp_process.READY_PREFIX == mcp_http.READY_PREFIX
+
+
+# ----- review, re-research, an MCP client in another process -------------------------------------
+def test_a_challenged_finding_moves_from_the_queue_to_resolved_when_a_reviewer_decides(qtbot, window, tmp_path,
+                                                                                          open_project):
+    open_project(make_project(tmp_path / "p.rwb"))
+    panel = window.panels["findingsPanel"]
+    window.docks["findingsPanel"].raise_()
+    qtbot.mouseClick(panel.queue_buttons["challenged"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: panel.visible_finding_ids() == ["f1"], timeout=WAIT_MS)
+    assert panel.select_finding("f1")
+    qtbot.waitUntil(lambda: panel.review.finding_id == "f1" and panel.review.confirm_button.isEnabled(),
+                    timeout=WAIT_MS)
+    assert "to review" in panel.review.state.text()
+    assert not panel.review.reject_button.isEnabled()  # a rejection needs its reason first
+    qtbot.keyClicks(panel.review.reason, "the auditor found the commit reverted")
+    qtbot.mouseClick(panel.review.reject_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: panel.visible_finding_ids() == [], timeout=WAIT_MS)  # out of the queue
+    qtbot.waitUntil(lambda: panel.queue_buttons["resolved"].text().endswith("1"), timeout=WAIT_MS)
+    assert panel.queue_buttons["challenged"].text().endswith("0")
+    qtbot.mouseClick(panel.queue_buttons["resolved"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: panel.visible_finding_ids() == ["f1"], timeout=WAIT_MS)
+    assert panel_rows(panel)["f1"]["review_label"] == "✖ rejected: the auditor found the commit reverted"
+    assert panel_rows(panel)["f1"]["status_label"] == "✖ challenged"  # the votes are left as they were
+    # A confirmation needs no reason.
+    qtbot.mouseClick(panel.queue_buttons["all"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "f2" in panel.visible_finding_ids(), timeout=WAIT_MS)
+    panel.select_finding("f2")
+    qtbot.waitUntil(lambda: panel.review.finding_id == "f2", timeout=WAIT_MS)
+    qtbot.mouseClick(panel.review.confirm_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: panel_rows(panel)["f2"]["review_label"] == "✓ confirmed by reviewer", timeout=WAIT_MS)
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
+
+
+def test_re_research_opens_a_new_simulated_run_on_the_finding(qtbot, window, tmp_path, open_project):
+    from workbench.core.project.refs import RecordRef
+
+    open_project(make_project(tmp_path / "p.rwb"))
+    panel = window.panels["findingsPanel"]
+    window.docks["findingsPanel"].raise_()
+    panel.select_finding("f1")
+    qtbot.waitUntil(lambda: panel.review.reresearch_button.isEnabled(), timeout=WAIT_MS)
+    with qtbot.waitSignal(window.runs.finished, timeout=WAIT_MS * 3) as finished, \
+            qtbot.waitSignal(window.model.reveal_requested, timeout=WAIT_MS * 3) as revealed:
+        qtbot.mouseClick(panel.review.reresearch_button, Qt.MouseButton.LeftButton)
+    summary = finished.args[0]
+    assert summary["status"] == "completed" and revealed.args == [RecordRef("run", summary["run_id"])]
+    assert panel.reresearch_run_id == summary["run_id"]
+    # The run's three simulated agents voted on f1: its history shows them, client "run".
+    qtbot.waitUntil(lambda: sum(client == "run" for _a, client in history_agents(panel)) == 3, timeout=WAIT_MS)
+    store = Store.open(tmp_path / "p.rwb")
+    try:
+        assert FindingsStore(store).history("f1").votes_in_history == 6
+    finally:
+        store.close_connection()
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
+
+
+MCP_CLIENT = """
+import sys, anyio, httpx2, mcp_types as types
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+url, token, finding, agent, vote = sys.argv[1:6]
+async def main():
+    with anyio.fail_after(30):
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+            async with Client(streamable_http_client(url, http_client=http),
+                              client_info=types.Implementation(name="outside-mcp-agent", version="2.1")) as c:
+                r = await c.call_tool("submit_vote", {"finding_id": finding, "agent": agent, "vote_type": vote,
+                                                      "confidence": 0.9, "reason": "checked from outside"})
+                assert not r.is_error, r.content
+anyio.run(main)
+"""
+
+
+def test_an_mcp_vote_made_from_another_process_appears_in_the_panel(qtbot, window, tmp_path, open_project):
+    path = make_project(tmp_path / "p.rwb")
+    open_project(path)
+    panel = window.panels["findingsPanel"]
+    window.docks["findingsPanel"].raise_()
+    panel.select_finding("f3")
+    with qtbot.waitSignal(panel.server.started, timeout=SERVER_WAIT_MS):
+        qtbot.mouseClick(panel.start_button, Qt.MouseButton.LeftButton)
+    try:
+        assert "no client has called a tool yet" in panel.clients_label.text()
+        # The client runs in its own process; the server in another: the GUI sees the file change.
+        subprocess.run([sys.executable, "-c", MCP_CLIENT, panel.url_field.text(), panel.token_field.text(),
+                        "f3", "scout", "challenge"], check=True, timeout=60, cwd=REPO)
+        qtbot.waitUntil(lambda: panel_rows(panel)["f3"]["status_label"] == "✖ challenged", timeout=WAIT_MS)
+        qtbot.waitUntil(lambda: history_agents(panel) == [("scout", "outside-mcp-agent")], timeout=WAIT_MS)
+        assert panel.history.model.row(0)["reason"] == "checked from outside"
+        # The clients seen: by this server (its stderr line) and as voters in the project.
+        qtbot.waitUntil(lambda: "outside-mcp-agent 2.1" in panel.clients_label.text(), timeout=WAIT_MS)
+        qtbot.waitUntil(lambda: "outside-mcp-agent (1 vote" in panel.clients_label.text(), timeout=WAIT_MS)
+    finally:
+        with qtbot.waitSignal(panel.server.stopped, timeout=SERVER_WAIT_MS):
+            qtbot.mouseClick(panel.stop_button, Qt.MouseButton.LeftButton)
+    assert not panel.server.running and "This server" not in panel.clients_label.text()
+
+
+def test_the_reports_tab_lists_the_runs_and_shows_the_chosen_runs_report(qtbot, window, tmp_path, open_project,
+                                                                         monkeypatch):
+    from tests.support.report_runs import run_sample
+    from workbench.core.project.export import to_markdown
+    from workbench.core.project.store import Store
+
+    path = make_project(tmp_path / "p.rwb")
+    store = Store.open(path)
+    try:
+        run_sample(store, "rcp", monkeypatch)
+    finally:
+        store.close_connection()
+    open_project(path)
+    panel = window.panels["findingsPanel"]
+    assert [panel.tabs.tabText(i) for i in range(panel.tabs.count())] == ["Findings", "CONS", "Reports"]
+    assert panel.tabs.widget(2) is panel.reports_slot
+    panel.tabs.setCurrentIndex(2)
+    reports = panel.reports
+    qtbot.waitUntil(lambda: reports.runs.count() > 0 and reports.view.markdown != "", timeout=WAIT_MS)
+    run_id = reports.runs.currentData()
+    store = Store.open(path)
+    try:
+        expected = to_markdown(store, run_id)
+    finally:
+        store.close_connection()
+    assert reports.view.run_id == run_id and reports.view.markdown == expected

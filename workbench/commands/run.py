@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -30,14 +29,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run_replay)
 
-    p = sub.add_parser("runs", help="list the runs of a project with their status (JSON)")
+    p = sub.add_parser("runs", help="list the runs of a project with their status (a table; JSON with --json)")
     p.add_argument("--project", required=True, metavar="FILE")
+    p.add_argument("--json", action="store_true", help="print the list as JSON (SPEC §6), for programs")
     p.set_defaults(run=run_runs)
 
-    p = sub.add_parser("export", help="export a run: jsonl, csv, or the Markdown report")
+    p = sub.add_parser("export", help="export a run: jsonl, csv, or its report as Markdown (md) or HTML")
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--project", required=True, metavar="FILE")
-    p.add_argument("--format", choices=("jsonl", "csv", "md"), default="jsonl")
+    p.add_argument("--format", choices=("jsonl", "csv", "md", "html"), default="jsonl",
+                   help="jsonl and csv: one record per call, artifact, vote and trace, exact values; md and html: "
+                        "the report, for reading (default: jsonl)")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument("--force", action="store_true", help="replace FILE if it exists")
     p.set_defaults(run=run_export)
@@ -94,27 +96,6 @@ def _decisions(path: str | None):
     return DecisionsFile(data, path)
 
 
-class _Progress:
-    """Calls done and total, failures and an ETA on stderr, at most a few times a second."""
-
-    def __init__(self, quiet: bool):
-        self.quiet, self.last = quiet, 0.0
-
-    def __call__(self, p) -> None:
-        now = time.monotonic()
-        if self.quiet or (now - self.last < 0.2 and p.done < p.total):
-            return
-        self.last = now
-        eta = f", ETA {p.eta_s:.0f} s" if p.eta_s is not None else ""
-        text = f"\r[{p.phase}] {p.done}/{p.total} calls, {p.failed} failed{eta}"
-        sys.stderr.write(text.ljust(72))
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if not self.quiet:
-            sys.stderr.write("\n")
-
-
 def _open_or_create(path: str):
     from pathlib import Path
 
@@ -133,9 +114,11 @@ def _execute(store, runner_call, quiet: bool, manual=None) -> int:
 
     cancel = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())  # Ctrl+C: stop cleanly, resumable
-    progress = _Progress(quiet)
+    from workbench.commands.progress import Progress
+
+    progress = Progress(quiet)
     try:
-        runner = Runner(store, on_progress=progress, cancel=cancel, manual=manual)
+        runner = Runner(store, on_progress=progress, on_call=progress.on_call, cancel=cancel, manual=manual)
         summary = runner_call(runner)
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -274,6 +257,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
 def run_runs(args: argparse.Namespace) -> int:
     from workbench.commands.io import print_json
+    from workbench.commands.tables import runs_table
     from workbench.core.project import runs as run_rows
     from workbench.core.project.store import Store
     from workbench.services.runs.owners import mark_stale_runs
@@ -282,29 +266,33 @@ def run_runs(args: argparse.Namespace) -> int:
     try:
         if not store.read_only:
             mark_stale_runs(store)
-        print_json([{"run_id": r.id, "protocol": r.protocol, "status": r.status, "label": r.label,
-                     "simulated": r.simulated, "source": r.source, "started_at": r.started_at,
-                     "finished_at": r.finished_at, "error": r.error} for r in run_rows.list_runs(store)])
+        rows = [{"run_id": r.id, "protocol": r.protocol, "status": r.status, "label": r.label,
+                 "simulated": r.simulated, "source": r.source, "started_at": r.started_at,
+                 "finished_at": r.finished_at, "error": r.error} for r in run_rows.list_runs(store)]
     finally:
         store.close_connection()
+    if args.json:
+        print_json(rows)
+    else:
+        sys.stdout.write(runs_table(rows))
     return 0
 
 
 def run_export(args: argparse.Namespace) -> int:
     from workbench.commands.io import check_output, write_output
-    from workbench.core.project import export as run_export
+    from workbench.core.project.export import export_bytes
     from workbench.core.project.store import Store
 
     if args.out:
         check_output(args.out, force=args.force)  # refused before the project is even opened
     store = Store.open(args.project)
     try:
-        render = {"jsonl": run_export.to_jsonl, "csv": run_export.to_csv, "md": run_export.to_markdown}[args.format]
-        text = render(store, args.run_id)
+        data = export_bytes(store, args.run_id, args.format)  # the bytes the GUI's Export writes too
     finally:
         store.close_connection()
     if args.out:
-        write_output(args.out, text if text.endswith("\n") else text + "\n", force=args.force)
+        write_output(args.out, data, force=args.force)
     else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
     return 0

@@ -111,6 +111,8 @@ class MainWindow(QMainWindow):
             self.docks[panel_class.OBJECT_NAME] = dock
 
         self.panels["liveRunPanel"].attach(self.runs, self.manual_agents)  # type: ignore[attr-defined]
+        self.panels["findingsPanel"].attach_runs(self.runs)  # type: ignore[attr-defined]  (re-research)
+        self.panels["anchorsPanel"].attach(self.runs)  # type: ignore[attr-defined]  (the teaching scenario)
 
         self._build_notices()
         self.menus = WindowMenus(self)
@@ -304,8 +306,8 @@ class MainWindow(QMainWindow):
     # ----- theme and zoom --------------------------------------------------------------------
     def set_theme(self, name: str) -> None:
         app = QApplication.instance()
-        self.theme_name = theme.apply_theme(app, name)
-        self.settings.set_theme(self.theme_name)  # (apply_theme set every stylesheet again)
+        self.theme_name = theme.apply_theme(app, name, restyle=self)  # this window's sheets set anew
+        self.settings.set_theme(self.theme_name)
         self.menus.sync_theme(self.theme_name)
         self.theme_changed.emit(self.theme_name)
 

@@ -91,11 +91,13 @@ def save_run_config_path(parent: QWidget, start_dir: str = "", name: str = "run.
 
 
 # ----- Plots (Quadrant, Drift & Convergence) --------------------------------------------------------
-EXPORT_FILTERS = {"png": "PNG image (*.png)", "svg": "SVG vector image (*.svg)", "csv": "CSV of the points (*.csv)"}
+EXPORT_FILTERS = {"png": "PNG image (*.png)", "svg": "SVG vector image (*.svg)", "csv": "CSV table (*.csv)",
+                  "md": "Markdown report (*.md)", "html": "HTML report (*.html)", "jsonl": "JSON Lines records (*.jsonl)"}
 
 
 def export_path(parent: QWidget, kind: str, start_dir: str = "", name: str = "plot") -> Path | None:
-    """Where to export a plot as ``kind`` (png, svg or csv); the dialog asks before replacing."""
+    """Where to export a plot (png, svg, csv) or a run (md, html, jsonl, csv) as ``kind``; the
+    dialog asks before replacing."""
     start = str(Path(start_dir) / f"{name}.{kind}") if start_dir else f"{name}.{kind}"
     path, _ = QFileDialog.getSaveFileName(parent, f"Export {kind.upper()}", start,
                                           f"{EXPORT_FILTERS[kind]};;All files (*)")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QEvent, QRectF, QSize
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QIcon, QPainter, QPalette, QPen
+from PySide6.QtWidgets import QWidget
 
 RESOURCES = Path(__file__).resolve().parents[2] / "resources"
 FONT_DIR = RESOURCES / "fonts"
@@ -179,22 +180,27 @@ def font_families() -> list[str]:
     return [base] + [f for f in (_State.families or []) if f != base]
 
 
-def apply_theme(app: QGuiApplication, theme: str) -> str:
+def apply_theme(app: QGuiApplication, theme: str, restyle: QWidget | None = None) -> str:
+    """Set ``theme``'s palette on the application; with ``restyle``, set the stylesheets of that
+    window and everything in it again (a theme changed while the window is open)."""
     theme = theme if theme in PALETTES else DEFAULT_THEME
     install(app)
     _State.theme = theme
     app.setPalette(palette(theme))
+    if restyle is None:
+        return theme
     # Qt posts the change to each window; deliver it now, so every widget (and whatever reads a
     # colour right after) has the new palette when this returns.
     QCoreApplication.sendPostedEvents(None, QEvent.Type.ApplicationPaletteChange)
     # A widget with a stylesheet, and every widget inside it, keeps the palette it had when the
     # sheet was set (Qt's stylesheet style resolves it then): a box styled in the light theme
     # stayed white, its labels black, in the dark one. Setting the sheets again resolves them anew.
-    if hasattr(app, "allWidgets"):
-        for widget in app.allWidgets():
-            sheet = widget.styleSheet()
-            if sheet:
-                widget.setStyleSheet(sheet)
+    # Only the given window's own widgets: walking QApplication.allWidgets() also reached
+    # widgets of closed windows awaiting deletion, and crashed.
+    for widget in [restyle, *restyle.findChildren(QWidget)]:
+        sheet = widget.styleSheet()
+        if sheet:
+            widget.setStyleSheet(sheet)
     return theme
 
 

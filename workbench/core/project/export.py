@@ -1,4 +1,5 @@
-"""Exporting a run: JSONL and CSV (one record per call, artifact, vote, trace...) and a Markdown report.
+"""Exporting a run: JSONL and CSV (one record per call, artifact, vote, trace...), and the report
+in Markdown or HTML. :func:`export_bytes` is what the CLI and the GUI both write.
 
 Every record says whether it is simulated. Nothing secret is in a project file to begin with
 (providers name where keys live, and the gateway scrubs replies and errors), so an export
@@ -93,53 +94,29 @@ def to_csv(store: Store, run_id: str) -> str:
 
 
 def to_markdown(store: Store, run_id: str) -> str:
-    run = _sql.get(store, "runs", run_id)
-    if run is None:
-        raise InputError("run", f"no run {run_id!r} in this project")
-    cfg, summary = run["config_json"], run["summary_json"] or {}
-    sim = " (SIMULATED: every agent is the built-in simulated panel)" if run["simulated"] else ""
-    lines = [f"# Run {run_id}{sim}", "", f"- **Protocol**: {run['protocol']}", f"- **Status**: {run['status']}",
-             f"- **Question**: {cfg.get('query') or '—'}", f"- **Seed**: {run['seed']}", f"- **Dispatch**: {run['dispatch']}",
-             f"- **Calls**: {summary.get('calls', '—')} ({summary.get('failed_calls', 0)} failed, "
-             f"{summary.get('invalid_calls', 0)} invalid replies)", ""]
-    if run["error"]:
-        lines += [f"> {run['error']}", ""]
-    if run["protocol"] == "rcp":
-        for rnd in summary.get("rounds", []):
-            lines += [f"## Round {rnd['round']}", "", "| tier | artifact | author | score | approval set |",
-                      "|---|---|---|---|---|"]
-            for s in rnd["states"]:
-                score = "—" if s["score"] is None else f"{s['score']:.2f}"
-                lines.append(f"| {s['tier']} | {s['artifact']} | {s['author'] or '—'} | {score} | "
-                             f"{', '.join(s['approval_set']) or '∅'} |")
-            lines.append("")
-    elif run["protocol"] == "findings":
-        lines += ["## Findings", "", "| finding | score | status | voting agents |", "|---|---|---|---|"]
-        for f in summary.get("findings", []):
-            score = "—" if f["consensus_score"] is None else f"{f['consensus_score']:.4f}"
-            lines.append(f"| {f['id']} | {score} | {f['status']} | {', '.join(f['voting_agents'])} |")
-        lines.append("")
-    elif run["protocol"] == "cons" and summary.get("cons"):
-        c = summary["cons"]
-        lines += ["## Verdict", "", f"- **Result**: {c.get('verdict') or 'none yet'}",
-                  f"- **Leading option**: {c.get('leadingOption')}", f"- **actualConsensus**: {c.get('actualConsensus')}",
-                  f"- **Escalations**: {', '.join(e['reason'] for e in c.get('escalations', [])) or 'none'}",
-                  f"- **Human decision**: {c.get('humanDecision') or '—'}", ""]
-    elif run["protocol"] == "arm" and summary.get("arm"):
-        a = summary["arm"]
-        lines += ["## Convergence and drift", "", f"- **Jaccard**: {a.get('jaccard_convergence')}",
-                  f"- **TF-IDF**: {a.get('tfidf_convergence')}", f"- **Directional unanimity**: {a.get('directional_unanimity')}",
-                  f"- **Disagreement**: {a.get('disagreement_type')}",
-                  f"- **Polarity gate fired**: {a.get('polarity_gate', {}).get('fired')}", ""]
-    notes = notes_of_run(store, run_id)
-    if notes:
-        lines += ["## Audit", "", "| record | verdict | note | author | time (UTC) |", "|---|---|---|---|---|"]
-        lines += [f"| {n.record_kind} {n.record_id} | {n.verdict} | {_cell(n.note) or '—'} | {_cell(n.author) or '—'} | "
-                  f"{n.created_at} |" for n in notes]
-        lines.append("")
-    return "\n".join(lines)
+    """The run's report in Markdown (:mod:`.run_report`)."""
+    from workbench.core.project.run_report import to_markdown as report
+
+    return report(store, run_id)
 
 
-def _cell(text: str) -> str:
-    """Text for one Markdown table cell: on one line, its pipes escaped."""
-    return " ".join((text or "").split()).replace("|", "\\|")
+def to_html(store: Store, run_id: str) -> str:
+    """The same report as one HTML page, rendered from the same Markdown; all text escaped."""
+    from workbench.core.report_md import to_html as render
+
+    return render(to_markdown(store, run_id))
+
+
+FORMATS = {"md": to_markdown, "html": to_html, "jsonl": to_jsonl, "csv": to_csv}
+SUFFIXES = {"md": ".md", "html": ".html", "jsonl": ".jsonl", "csv": ".csv"}
+
+
+def export_bytes(store: Store, run_id: str, fmt: str) -> bytes:
+    """What ``rwb export RUN_ID --format FMT`` writes and the GUI's Export button saves: the one
+    function both call, so the two are the same byte for byte (UTF-8, ending in one newline)."""
+    try:
+        render = FORMATS[fmt]
+    except KeyError:
+        raise InputError("--format", f"must be one of {', '.join(FORMATS)}, not {fmt!r}") from None
+    text = render(store, run_id)
+    return (text if text.endswith("\n") else text + "\n").encode("utf-8")

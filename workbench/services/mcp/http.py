@@ -40,6 +40,7 @@ log = logging.getLogger("workbench.mcp.http")
 LOOPBACK = "127.0.0.1"
 MCP_PATH = "/mcp"
 READY_PREFIX = "RWB_MCP_READY "
+CLIENT_PREFIX = "RWB_MCP_CLIENT "  # one line per new MCP client: {"name": ..., "version": ...}
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,11 @@ def announce(settings: HttpSettings, project: str) -> None:
     print(READY_PREFIX + json.dumps(ready), file=sys.stderr, flush=True)
 
 
+def announce_client(name: str, version: str | None) -> None:
+    """Tell the GUI (stderr) that a new MCP client called a tool."""
+    print(CLIENT_PREFIX + json.dumps({"name": name, "version": version}), file=sys.stderr, flush=True)
+
+
 def serve_http(store: Store, *, port: int = 0, extra_hosts: Sequence[str] = (),
                extra_origins: Sequence[str] = (),
                on_ready: Callable[[HttpSettings], None] | None = None) -> None:
@@ -152,6 +158,7 @@ def serve_http(store: Store, *, port: int = 0, extra_hosts: Sequence[str] = (),
     settings = http_settings(sock.getsockname()[1], extra_hosts=extra_hosts, extra_origins=extra_origins)
     ready = on_ready or (lambda s: announce(s, str(store.path)))
     with ConsensusServer(store, transport="http") as server:
+        server.on_client = announce_client
         config = uvicorn.Config(build_app(server, settings), log_config=None, access_log=False,
                                 log_level="warning", lifespan="on", timeout_graceful_shutdown=3)
         userver = uvicorn.Server(config)

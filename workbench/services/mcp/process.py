@@ -17,6 +17,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QProcess, QTimer, Signal
 
 READY_PREFIX = "RWB_MCP_READY "  # the line workbench.services.mcp.http writes (kept Qt-free there)
+CLIENT_PREFIX = "RWB_MCP_CLIENT "  # and the line it writes for each new client
 SERVER_KEY = "resonance-consensus"
 
 
@@ -64,6 +65,7 @@ class McpServerProcess(QObject):
     started = Signal(str, str)  # url, token
     stopped = Signal()
     failed = Signal(str)  # a message for the user
+    client_seen = Signal(str, str)  # an MCP client's name and version ("" when it gave none)
 
     START_TIMEOUT_MS = 30_000
     STOP_TIMEOUT_MS = 5_000
@@ -74,6 +76,7 @@ class McpServerProcess(QObject):
         self.url: str | None = None
         self.token: str | None = None
         self.project: Path | None = None
+        self.clients: dict[str, str] = {}  # the clients this server has seen, by name: their version
         self._tail: deque[str] = deque(maxlen=40)
         self._partial = ""
         self._stopping = False
@@ -101,6 +104,7 @@ class McpServerProcess(QObject):
             raise RuntimeError("The MCP server is already running; stop it first.")
         self.project = Path(project)
         self.url = self.token = None
+        self.clients = {}
         self._tail.clear()
         self._partial = ""
         self._stopping = False
@@ -152,6 +156,8 @@ class McpServerProcess(QObject):
             line = line.rstrip("\r")
             if line.startswith(READY_PREFIX) and not self.ready:
                 self._on_ready(line[len(READY_PREFIX):])
+            elif line.startswith(CLIENT_PREFIX):
+                self._on_client(line[len(CLIENT_PREFIX):])
             elif line:
                 self._tail.append(line)
 
@@ -165,6 +171,16 @@ class McpServerProcess(QObject):
         self._start_timer.stop()
         self.url, self.token = url, token
         self.started.emit(url, token)
+
+    def _on_client(self, payload: str) -> None:
+        try:
+            info = json.loads(payload)
+            name, version = str(info["name"]), str(info.get("version") or "")
+        except (ValueError, KeyError, TypeError):
+            self._tail.append(f"unreadable client line: {payload[:200]}")
+            return
+        self.clients[name] = version
+        self.client_seen.emit(name, version)
 
     def _on_error(self, error: QProcess.ProcessError) -> None:
         if error == QProcess.ProcessError.FailedToStart and self._process is not None:

@@ -223,6 +223,10 @@ class ConsensusServer(MCPServer):
         self.findings = FindingsStore(store)
         self.threads = StoreThreads(self.findings, readers=threads)
         self.transport = transport
+        # Called once per new MCP client (its clientInfo name and version) on its first tool call;
+        # the HTTP server announces it on stderr for the GUI's "clients seen".
+        self.on_client: Callable[[str, str | None], None] | None = None
+        self._clients: set[tuple[str, str | None]] = set()
         _register_tools(self)
 
     def close(self, timeout: float = 10.0) -> bool:
@@ -236,6 +240,11 @@ class ConsensusServer(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None):
         """The SDK's call, with argument errors restated plainly (field: what is wrong)."""
+        if context is not None and self.on_client is not None:
+            client = client_of(context)
+            if client not in self._clients:
+                self._clients.add(client)
+                self.on_client(*client)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:

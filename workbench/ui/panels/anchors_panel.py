@@ -1,13 +1,431 @@
-"""Anchors & Restoration: Resonance Echo markers, verifications and restorations."""
+"""Anchors & Restoration: Resonance Echo markers, verifications and restorations, per agent.
 
-from workbench.core.project import overview
-from workbench.ui.panels.base import SummaryPanel
+A thin view over :func:`workbench.core.project.echo_view.read_echo_view` (read off the GUI thread):
+per agent its current marker and injection pattern (agent type A, B or C), the verification history
+as a pass/fail strip with the footer state beneath, the session seed; the restoration state machine
+as a diagram with the current step highlighted and the event log beside it; the conductor's
+checklist with each item's status and when it changed.
+
+Actions: "Recite marker" and "Inject" (``services.runs.echo_actions`` through ``ProjectModel.write``),
+"Open in Trace Inspector" (``ProjectModel.reveal``) and the teaching scenario, a run started through
+the window's :class:`RunService` (the same one Live Run uses), narrated as it goes.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QSplitter,
+                               QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+
+from workbench.core.project.changes import Changes
+from workbench.core.project.echo_view import AgentEcho, EchoView
+from workbench.core.project.refs import RecordRef
+from workbench.core.project.store import Store
+from workbench.ui import theme
+from workbench.ui.panels.base import Panel
+from workbench.ui.panels.dock_room import unwrap_summary
+from workbench.ui.widgets.echo_diagram import EchoDiagram
+from workbench.ui.widgets.echo_teaching import AGENT as TEACH_AGENT
+from workbench.ui.widgets.echo_teaching import narrate, teaching_config
+from workbench.ui.widgets.echo_timeline import EchoTimeline
+
+STATUS_MARK = {"done": ("✓ done", "ok"), "pending": ("… pending", "muted"), "failed": ("✖ failed", "error"),
+               "not_applicable": ("– n/a", "muted")}
 
 
-class AnchorsPanel(SummaryPanel):
+def _time(at: str | None) -> str:
+    return at[11:19] if at and len(at) >= 19 else (at or "")
+
+
+class AnchorsPanel(Panel):
     TITLE = "Anchors & Restoration"
     OBJECT_NAME = "anchorsPanel"
     SUMMARY = "Resonance markers per agent, every verification, and each restoration step by step."
-    TOPIC = "anchors"
-    # The markers and seeds it will show per agent, besides the tables its counts read.
-    TABLES = (*overview.tables(TOPIC), "echo_markers", "echo_session_seeds")
+    TABLES = ("runs", "echo_markers", "echo_anchors", "echo_verifications", "echo_session_seeds",
+              "echo_restorations")
+
+    def __init__(self, model, parent: QWidget | None = None):
+        super().__init__(model, parent)
+        self.view: EchoView | None = None
+        self.run_choice: str | None = None  # None: the newest run with Echo records
+        self._runs_service = None
+        self._teach_run: str | None = None
+        self._teach_status: str | None = None
+        self._teaching = False
+        self._selected: RecordRef | None = None
+        self.story_lines: list[str] = []
+        unwrap_summary(self)
+        self._build()
+
+    # ----- construction -------------------------------------------------------------------------
+    def _build(self) -> None:
+        body = QWidget(self)
+        self.body = body
+        outer = QVBoxLayout(body)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(4)
+        bar = QHBoxLayout()
+        self.run_box = QComboBox(body)
+        self.run_box.setObjectName("echoRunBox")
+        self.run_box.setMinimumContentsLength(18)
+        self.run_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.agent_box = QComboBox(body)
+        self.agent_box.setObjectName("echoAgentBox")
+        self.agent_box.setMinimumContentsLength(4)
+        self.teach_button = QPushButton("▶ Teaching scenario", body)
+        self.teach_button.setToolTip("Run a simulated Echo-wrapped RCP run in which agent c1 silently forgets its "
+                                     "marker, the loss is detected, and c1 is restored; narrated step by step.")
+        self.recite_button = QPushButton("Recite marker", body)
+        self.recite_button.setToolTip("Ask the selected agent to recite its resonance marker, now")
+        self.inject_button = QPushButton("Inject", body)
+        self.inject_button.setToolTip("Re-inject the agent's persona, decisions, tasks and a new marker "
+                                      "(the restoration protocol, same session)")
+        self.open_button = QPushButton("Open in Trace Inspector", body)
+        self.open_button.setToolTip("Show the selected verification or restoration's call (click a mark or a log line)")
+        bar.addWidget(QLabel("Run", body))
+        bar.addWidget(self.run_box, 2)
+        bar.addWidget(QLabel("Agent", body))
+        bar.addWidget(self.agent_box, 1)
+        for b in (self.teach_button, self.recite_button, self.inject_button, self.open_button):
+            bar.addWidget(b)
+        outer.addLayout(bar)
+
+        self.narration = QLabel(body)
+        self.narration.setObjectName("echoNarration")
+        self.narration.setWordWrap(True)
+        self.narration.setTextFormat(Qt.TextFormat.RichText)
+        self.narration.hide()
+        outer.addWidget(self.narration)
+
+        split = QSplitter(Qt.Orientation.Horizontal, body)
+        split.setChildrenCollapsible(False)
+        # The agent: marker, pattern, history strip, state changes, seed.
+        left = QWidget(split)
+        lv = QVBoxLayout(left)
+        lv.setContentsMargins(0, 0, 0, 0)
+        lv.setSpacing(3)
+        self.agent_card = QLabel(left)
+        self.agent_card.setObjectName("echoAgentCard")
+        self.agent_card.setWordWrap(True)
+        self.agent_card.setTextFormat(Qt.TextFormat.RichText)
+        self.agent_card.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.agent_card.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.timeline = EchoTimeline(left)
+        self.seed_label = QLabel(left)
+        self.seed_label.setObjectName("echoSeed")
+        self.seed_label.setWordWrap(True)
+        self.seed_label.setTextFormat(Qt.TextFormat.RichText)
+        self.seed_label.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        lv.addWidget(self.agent_card)
+        lv.addWidget(self.timeline)
+        lv.addWidget(self.seed_label, 1)
+        # The restoration: the diagram and its event log.
+        mid = QWidget(split)
+        mv = QVBoxLayout(mid)
+        mv.setContentsMargins(0, 0, 0, 0)
+        mv.setSpacing(3)
+        self.diagram = EchoDiagram(mid)
+        self.episode_label = QLabel("Restoration: none yet", mid)
+        self.episode_label.setObjectName("echoEpisode")
+        self.log = QListWidget(mid)
+        self.log.setObjectName("echoEventLog")
+        self.log.setWordWrap(True)
+        mv.addWidget(self.episode_label)
+        mv.addWidget(self.diagram)
+        mv.addWidget(self.log, 1)
+        # The conductor's checklist.
+        self.checklist = QTreeWidget(split)
+        self.checklist.setObjectName("echoChecklist")
+        self.checklist.setHeaderLabels(["Conductor's checklist", "Status", "At"])
+        self.checklist.setRootIsDecorated(False)
+        self.checklist.setUniformRowHeights(True)
+        self.checklist.setWordWrap(False)
+        from PySide6.QtWidgets import QHeaderView
+
+        head = self.checklist.header()
+        head.setStretchLastSection(False)
+        head.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        head.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        head.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        split.addWidget(left)
+        split.addWidget(mid)
+        split.addWidget(self.checklist)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 4)
+        split.setStretchFactor(2, 4)
+        self.split = split
+        outer.addWidget(split, 1)
+        self._layout.addWidget(body, 1)
+        body.hide()
+
+        self.run_box.activated.connect(self._on_run_chosen)
+        self.agent_box.currentIndexChanged.connect(self._on_agent_chosen)
+        self.teach_button.clicked.connect(self._on_teach_clicked)
+        self.recite_button.clicked.connect(self._on_recite_clicked)
+        self.inject_button.clicked.connect(self._on_inject_clicked)
+        self.open_button.clicked.connect(self._on_open_clicked)
+        self.timeline.check_clicked.connect(self._on_check_clicked)
+        self.log.currentRowChanged.connect(self._on_log_row)
+        self._sync_buttons()
+
+    # ----- the run service (the window's, shared with Live Run) --------------------------------
+    def attach(self, runs) -> None:
+        self._runs_service = runs
+
+    def _runs(self):
+        if self._runs_service is None:
+            runs = getattr(self.window(), "runs", None)
+            from workbench.services.runs.service import RunService
+
+            if isinstance(runs, RunService):
+                self.attach(runs)
+        return self._runs_service
+
+    # ----- reads ---------------------------------------------------------------------------------
+    def load(self, store: Store, changes: Changes | None, cancel: threading.Event) -> EchoView:
+        from workbench.core.project.echo_view import read_echo_view
+
+        return read_echo_view(store, self.run_choice)
+
+    def apply(self, view: EchoView) -> None:
+        self.view = view
+        self.empty_label.setText("No Resonance Echo run yet. Click “▶ Teaching scenario” to run one."
+                                 if not view.runs else "")
+        self.empty_label.setVisible(not view.runs and not self._teaching)
+        self.body.show()
+        self.run_box.blockSignals(True)
+        self.run_box.clear()
+        for r in view.runs:
+            self.run_box.addItem(f"{r.label or r.id} · {r.status}", r.id)
+            self.run_box.setItemData(self.run_box.count() - 1, r.id, Qt.ItemDataRole.ToolTipRole)
+        if view.run_id is not None:
+            self.run_box.setCurrentIndex(self.run_box.findData(view.run_id))
+        self.run_box.blockSignals(False)
+        current = self.agent_box.currentText()
+        self.agent_box.blockSignals(True)
+        self.agent_box.clear()
+        for a in view.agents:
+            self.agent_box.addItem(a.agent)
+        pick = current if view.agent(current) else (TEACH_AGENT if view.run_id == self._teach_run
+                                                    and view.agent(TEACH_AGENT) else None)
+        pick = pick or next((a.agent for a in view.agents if a.episodes), None)
+        if pick:
+            self.agent_box.setCurrentText(pick)
+        self.agent_box.blockSignals(False)
+        self._show_agent()
+
+    def clear(self) -> None:
+        self.view = None
+        self.body.hide()
+        self.narration.hide()
+        self.empty_label.setText("No project is open. Use File ▸ New or File ▸ Open.")
+
+    def current_agent(self) -> AgentEcho | None:
+        return self.view.agent(self.agent_box.currentText()) if self.view else None
+
+    def _show_agent(self) -> None:
+        a = self.current_agent()
+        self._selected = None
+        if a is None:
+            self.agent_card.setText("<i>No agent with a resonance anchor in this run.</i>")
+            self.timeline.set_data([], [])
+            self.seed_label.setText("")
+            self.diagram.set_state([], None)
+            self.log.clear()
+            self.checklist.clear()
+            self._narrate()
+            self._sync_buttons()
+            return
+        state_key = {"Stable": "ok", "Degraded": "error", "Recovering": "warning"}.get(a.state, "muted")
+        fails = sum(1 for c in a.checks if not c.success)
+        self.agent_card.setText(
+            f"<b>{html.escape(a.agent)}</b> · {html.escape(a.pattern_text)}<br>"
+            f"Marker: <b>“{html.escape(a.marker or '—')}”</b><br>"
+            f"Session {html.escape(a.session_id or '—')} · State: "
+            f"<b style='color:{theme.css(state_key)}'>{html.escape(a.state)}</b> · "
+            f"{len(a.checks)} checks, {fails} failed")
+        self.timeline.set_data(
+            [(c.success, f"{'✓ recited' if c.success else '✗ not recited'} {c.marker_hex} · turn {c.turn or '—'}"
+                         f" · {c.trigger or ''} · {_time(c.time)}") for c in a.checks],
+            self._state_marks(a))
+        states = " → ".join(f"{s.state} ({_time(s.time)})" for s in a.states)
+        seed = a.seed or {}
+        self.seed_label.setText(
+            f"<span style='color:{theme.css('muted')}'>Footer state:</span> {html.escape(states)}<br>"
+            f"<span style='color:{theme.css('muted')}'>Session seed:</span> persona "
+            f"{html.escape(str(seed.get('persona') or '—'))}; tasks: "
+            f"{html.escape('; '.join(seed.get('active_tasks') or []) or '—')}; decisions: "
+            f"{html.escape('; '.join(seed.get('settled_decisions') or []) or '—')}; checkpoint "
+            f"{_time(seed.get('last_checkpoint'))}")
+        self.seed_label.setToolTip("\n".join(f"{k}: {v}" for k, v in seed.items()))
+        episode = a.episodes[-1] if a.episodes else None
+        if episode is not None:
+            self.diagram.set_state([s.step for s in episode.steps], episode.current)
+            self.episode_label.setText(f"Restoration {episode.id}: {episode.status} "
+                                       f"({len(a.episodes)} in this run)")
+        else:
+            self.diagram.set_state([], None)
+            self.episode_label.setText("Restoration: none yet (no check has failed)")
+        self.log.clear()
+        for e in a.episodes:
+            for s in e.steps:
+                item = QListWidgetItem(f"{_time(s.at)}  {s.text}")
+                item.setData(Qt.ItemDataRole.UserRole, (e.call_id, s.step))
+                item.setToolTip(f"{e.id} · {s.step} · {s.at}")
+                self.log.addItem(item)
+        if self.log.count():
+            self.log.scrollToBottom()
+        self.checklist.clear()
+        phase = None
+        for row in a.checklist:
+            if row.phase != phase:
+                phase = row.phase
+                head = QTreeWidgetItem([phase, "", ""])
+                font = head.font(0)
+                font.setBold(True)
+                head.setFont(0, font)
+                head.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                self.checklist.addTopLevelItem(head)
+            word, key = STATUS_MARK.get(row.status, (row.status, "muted"))
+            item = QTreeWidgetItem(["  " + row.text, word, _time(row.changed_at)])
+            item.setForeground(1, theme.colour(key))
+            item.setToolTip(0, row.text)
+            item.setToolTip(1, row.detail)
+            item.setToolTip(2, row.changed_at or "")
+            self.checklist.addTopLevelItem(item)
+        self._narrate()
+        self._sync_buttons()
+
+    @staticmethod
+    def _state_marks(a: AgentEcho) -> list[tuple[int, str]]:
+        """Each footer state, from the index of the first check at or after the time it began."""
+        out = []
+        for s in a.states:
+            i = next((k for k, c in enumerate(a.checks) if c.time >= s.time), len(a.checks))
+            out.append((i, s.state))
+        return out
+
+    # ----- actions -----------------------------------------------------------------------------
+    def _sync_buttons(self) -> None:
+        a = self.current_agent()
+        runs = self._runs_service
+        busy = bool(runs is not None and runs.running)
+        writable = self.store is not None and not self.store.read_only
+        self.teach_button.setEnabled(writable and not busy)
+        can_act = writable and a is not None and a.marker is not None and not busy and self._action is None
+        self.recite_button.setEnabled(can_act)
+        self.inject_button.setEnabled(can_act)
+        self.open_button.setEnabled(self._selected is not None)
+
+    _action: str | None = None
+
+    def _on_run_chosen(self, index: int) -> None:
+        self.run_choice = self.run_box.itemData(index)
+        self.refresh()
+
+    def _on_agent_chosen(self, _index: int) -> None:
+        self._show_agent()
+
+    def _act(self, name: str, fn) -> None:
+        a, view = self.current_agent(), self.view
+        if a is None or view is None or view.run_id is None:
+            return
+        run_id, agent = view.run_id, a.agent
+        self._action = name
+        self._sync_buttons()
+        self.narration.setText(f"{'Asking' if name == 'recite' else 'Re-injecting'} {html.escape(agent)}…")
+        self.narration.show()
+
+        def write(store: Store) -> Changes:
+            from workbench.services.runs import echo_actions
+
+            return getattr(echo_actions, fn)(store, run_id, agent)
+
+        self.model.write(f"{name} {agent}", write, self._on_action_done)
+
+    def _on_action_done(self, _changes) -> None:
+        name, self._action = self._action, None
+        self.narration.setText(f"{'Recital' if name == 'recite' else 'Re-injection'} recorded; "
+                               "see the history strip and the event log.")
+        self._sync_buttons()
+
+    def _on_recite_clicked(self) -> None:
+        self._act("recite", "recite")
+
+    def _on_inject_clicked(self) -> None:
+        self._act("inject", "inject")
+
+    def _on_check_clicked(self, index: int) -> None:
+        a = self.current_agent()
+        if a is None or index >= len(a.checks):
+            return
+        c = a.checks[index]
+        run_id = self.view.run_id if self.view else None
+        self._selected = RecordRef("call", c.call_id, run_id) if c.call_id else (
+            RecordRef("run", run_id) if run_id else None)
+        self._sync_buttons()
+
+    def _on_log_row(self, row: int) -> None:
+        item = self.log.item(row) if row >= 0 else None
+        run_id = self.view.run_id if self.view else None
+        if item is None:
+            return
+        call_id, _step = item.data(Qt.ItemDataRole.UserRole)
+        self._selected = RecordRef("call", call_id, run_id) if call_id else (
+            RecordRef("run", run_id) if run_id else None)
+        self._sync_buttons()
+
+    def _on_open_clicked(self) -> None:
+        if self._selected is not None:
+            self.model.reveal(self._selected)
+
+    # ----- the teaching scenario ---------------------------------------------------------------
+    def _on_teach_clicked(self) -> None:
+        runs = self._runs()
+        if runs is None:
+            self.narration.setText("The teaching scenario needs the main window's run service.")
+            self.narration.show()
+            return
+        self._teaching, self._teach_run, self._teach_status = True, None, None
+        runs.started.connect(self._on_teach_started, Qt.ConnectionType.UniqueConnection)
+        runs.finished.connect(self._on_teach_finished, Qt.ConnectionType.UniqueConnection)
+        runs.running_changed.connect(self._on_running_changed, Qt.ConnectionType.UniqueConnection)
+        from workbench.core.runs.config import parse_run_config
+
+        if not runs.start_config(parse_run_config(teaching_config()), label="Teaching scenario"):
+            self._teaching = False
+        self._narrate()
+
+    def _on_teach_started(self, run_id: str) -> None:
+        if self._teaching and self._teach_run is None:
+            self._teach_run = self.run_choice = run_id
+            self.refresh()
+
+    def _on_teach_finished(self, summary: dict) -> None:
+        if self._teaching and summary.get("run_id", self._teach_run) == self._teach_run:
+            self._teaching = False
+            self._teach_status = str(summary.get("status", "finished"))
+            self.refresh()  # the last records, then the narration's last line
+
+    def _on_running_changed(self, _running: bool) -> None:
+        self._sync_buttons()
+
+    def _narrate(self) -> None:
+        if not (self._teaching or self._teach_run):
+            return
+        a = self.view.agent(TEACH_AGENT) if self.view and self.view.run_id == self._teach_run else None
+        lines = narrate(a, started=True, finished=self._teach_status)
+        self.story_lines = lines
+        # The step reached, in large type; the whole story so far in the tooltip (a small dock).
+        latest = next((line for line in reversed(lines) if line[:1].isdigit()), lines[-1])
+        done = f" <i>{html.escape(lines[-1])}</i>" if not lines[-1][:1].isdigit() else ""
+        self.narration.setText(f"<b>{html.escape(latest)}</b>{done}")
+        self.narration.setToolTip("\n".join(lines))
+        self.narration.show()
+
+    def story(self) -> str:
+        """The narration as plain text (tests read it)."""
+        return "\n".join(self.story_lines)

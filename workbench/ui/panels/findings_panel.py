@@ -1,4 +1,5 @@
-"""Findings & Reports: Consensus Server findings with their votes, live, and the MCP server box.
+"""Findings & Reports: Consensus Server findings with their votes, live, and the MCP server box;
+CONS questions; and the slot of the reports view.
 
 The findings table shows each finding's score and status (colour *and* shape, so colour-blind
 readers can tell them apart: confirmed ● green, challenged ✖ red, pending ○ grey); the queue
@@ -8,7 +9,15 @@ it: which agent, through which client, when, and whether it is the agent's stand
 Votes that agents send through the MCP server are written by another process; the project
 model notices them through ``data_version`` and this panel refreshes, so they appear as they
 arrive without reopening the file. The "MCP server" box starts and stops an HTTP server for the
-open project and shows the client configuration to paste into an MCP client.
+open project and shows the client configuration to paste into an MCP client, and the clients seen.
+
+The challenged queue is the human review: a reviewer confirms a finding, or rejects it with a
+reason (an audit note on the finding, see :mod:`workbench.core.project.finding_review`), or
+sends it for re-research (a new simulated findings run on it, through the window's RunService).
+A resolved finding leaves the queue; a vote after the decision brings it back.
+
+The tabs: "Findings", "CONS" (:mod:`workbench.ui.widgets.cons_view`) and "Reports", an empty
+slot (:attr:`FindingsPanel.reports_slot`) for the reports view.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSizePolicy,
     QSplitter,
+    QTabWidget,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -40,6 +50,8 @@ from workbench.services.project_model import ProjectModel
 from workbench.services.reads import Reader
 from workbench.ui import theme
 from workbench.ui.panels.base import Panel
+from workbench.ui.widgets.cons_view import ConsView
+from workbench.ui.widgets.findings_review import FindingReviewBar
 from workbench.ui.widgets.paged_table import PagedTable
 from workbench.ui.widgets.record_table import RecordTable
 from workbench.ui.widgets.run_status import ElidedRichLabel
@@ -48,10 +60,11 @@ from workbench.ui.widgets.run_status import ElidedRichLabel
 # is the current theme's (>= 4.5:1 on the window and the tables in both themes).
 STATUS_STYLE = {"confirmed": ("●", "ok"), "challenged": ("✖", "error"), "pending": ("○", "muted")}
 VOTE_STYLE = {"confirm": ("▲", "ok"), "challenge": ("▼", "error"), "uncertain": ("◇", "muted"), None: ("∅", "muted")}
-QUEUES = (("all", "All"), ("challenged", "✖ Challenged"), ("pending", "○ Pending"), ("confirmed", "● Confirmed"))
+QUEUES = (("all", "All"), ("challenged", "✖ To review"), ("pending", "○ Pending"), ("confirmed", "● Confirmed"),
+          ("resolved", "✔ Resolved"))
 
 FINDING_COLUMNS = (("status_label", "Status"), ("id", "Finding"), ("claim", "Claim"), ("score", "Score"),
-                   ("k", "k"), ("votes_total", "Votes"), ("last_vote", "Last vote (UTC)"))
+                   ("k", "k"), ("votes_total", "Votes"), ("review_label", "Review"), ("last_vote", "Last vote (UTC)"))
 VOTE_COLUMNS = (("id", "#"), ("agent", "Agent"), ("client", "Client"), ("vote_label", "Vote"),
                 ("confidence", "Confidence"), ("counted_label", "Counts"), ("reason", "Reason"),
                 ("time", "Time (UTC)"))
@@ -66,13 +79,19 @@ class FindingsPanel(Panel):
     OBJECT_NAME = "findingsPanel"
     SUMMARY = ("Consensus Server findings and every vote on them, live as agents vote over MCP; "
                "the challenged and pending queues; CONS questions.")
-    TABLES = ("findings", "finding_votes", "cons_questions", "cons_escalations")
+    TABLES = ("findings", "finding_votes", "audit_notes", "cons_questions", "cons_ballots", "cons_conflicts",
+              "cons_escalations")
 
     def __init__(self, model: ProjectModel, parent: QWidget | None = None):
         super().__init__(model, parent)
         self.queue = "all"
         self._selected: str | None = None
         self._history = Reader(model.reads, self, name="read finding history")
+        self._prepare = Reader(model.reads, self, name="prepare re-research")
+        self._review_row = None
+        self._runs = None  # the window's RunService (attach_runs), for re-research
+        self._reresearch_pending: str | None = None  # the finding whose re-research run is starting
+        self.reresearch_run_id: str | None = None
 
         content = QWidget(self)
         layout = QVBoxLayout(content)
@@ -107,6 +126,10 @@ class FindingsPanel(Panel):
         label_row.addWidget(self.open_button)
         history_layout.addLayout(label_row)
         history_layout.addWidget(self.history)
+        self.review = FindingReviewBar(self)
+        self.review.decided.connect(self._on_decided)
+        self.review.reresearch_requested.connect(self.reresearch)
+        history_layout.addWidget(self.review)
 
         split = QSplitter(Qt.Orientation.Vertical, self)
         split.addWidget(self.findings)
@@ -133,6 +156,7 @@ class FindingsPanel(Panel):
         self.server.started.connect(self._on_server_started)
         self.server.stopped.connect(self._on_server_stopped)
         self.server.failed.connect(self._on_server_failed)
+        self.server.client_seen.connect(self._on_client_seen)
         scroll = QScrollArea(self)
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
@@ -143,6 +167,28 @@ class FindingsPanel(Panel):
         self._split.setStretchFactor(0, 3)
         self._split.setStretchFactor(1, 1)
         self._split.setSizes([640, 300])
+
+        # Findings, CONS and the reports' slot, as tabs (the dock is wide and short).
+        self.tabs = QTabWidget(self)
+        self.tabs.setObjectName("findingsTabs")
+        self.tabs.setDocumentMode(True)
+        self._layout.removeWidget(self._split)
+        self.tabs.addTab(self._split, "Findings")
+        self.cons = ConsView(model, self)
+        self.tabs.addTab(self.cons, "CONS")
+        # Reports: an empty slot; the reports view (workbench/ui/widgets/report_view.py) goes in
+        # reports_layout when it is plugged in.
+        self.reports_slot = QWidget(self)
+        self.reports_slot.setObjectName("reportsSlot")
+        self.reports_layout = QVBoxLayout(self.reports_slot)
+        self.reports_layout.setContentsMargins(0, 0, 0, 0)
+        from workbench.ui.widgets.run_reports import RunReports
+
+        self.reports = RunReports(model, self.reports_slot)
+        self.reports_layout.addWidget(self.reports)
+        self.tabs.addTab(self.reports_slot, "Reports")
+        self._layout.addWidget(self.tabs, 1)
+        self.tabs.hide()
         model.closed.connect(self._on_project_closing)
         self._update_server_box()
 
@@ -209,34 +255,51 @@ class FindingsPanel(Panel):
         grid.addWidget(QLabel("Client config", box), 3, 0, Qt.AlignmentFlag.AlignTop)
         grid.addWidget(self.snippet, 3, 1)
         grid.addWidget(self.copy_button, 3, 2, Qt.AlignmentFlag.AlignTop)
+        self.clients_label = QLabel(box)
+        self.clients_label.setObjectName("mcpClients")
+        self.clients_label.setTextFormat(Qt.TextFormat.RichText)
+        self.clients_label.setWordWrap(True)
+        grid.addWidget(QLabel("Clients", box), 4, 0, Qt.AlignmentFlag.AlignTop)
+        grid.addWidget(self.clients_label, 4, 1, 1, 2)
+        self._clients_voted: list = []
         return box
 
     # ----- findings ------------------------------------------------------------------------
-    def load(self, store, changes, cancel) -> tuple[dict[str, int], tuple[int, int]]:
-        """The queue counts and the CONS line (the list pages itself; the history is read apart)."""
-        from workbench.core.project import finding_list
+    def load(self, store, changes, cancel) -> tuple[dict[str, int], tuple[int, int], list]:
+        """The queue counts, the CONS line and the MCP clients that voted (the list pages itself;
+        the history and the CONS view are read apart)."""
+        from workbench.core.project import finding_list, finding_review
 
-        return finding_list.status_counts(store), finding_list.cons_overview(store)
+        return (finding_review.queue_counts(store), finding_list.cons_overview(store),
+                finding_review.clients_seen(store))
 
     def apply(self, view) -> None:
-        counts, (cons, escalations) = view
+        counts, (cons, escalations), clients = view
+        self._clients_voted = clients
+        self.tabs.setTabText(1, f"CONS ({cons:,})" if cons else "CONS")
         for key, button in self.queue_buttons.items():
             button.setText(f"{button.property('label')}  {counts[key]}")
         self.cons_label.setText(f"CONS: {cons:,} question{'s' * (cons != 1)} · "
                                 f"{escalations:,} open escalation{'s' * (escalations != 1)} to a human")
         self._content.show()
+        self.tabs.show()
         self._update_server_box()
 
     def _on_opened(self, store) -> None:
         super()._on_opened(store)
         self._show_findings()
+        self.cons.set_reading(self._reading)
 
     def _on_changed(self, changes) -> None:
         super()._on_changed(changes)
-        if self._reading is not None and changes.touches("findings", "finding_votes"):
+        if self._reading is None:
+            return
+        if changes.touches("findings", "finding_votes", "audit_notes"):
             self.findings.refresh()  # the rows loaded so far, re-read in place
             if self._selected is not None:
                 self._show_history(self._selected)
+        if changes.touches("cons_questions", "cons_ballots", "cons_conflicts", "cons_escalations"):
+            self.cons.refresh()
 
     def show_queue(self, queue: str) -> None:
         """Show ``all`` findings or one queue: ``challenged``, ``pending`` or ``confirmed``."""
@@ -285,9 +348,10 @@ class FindingsPanel(Panel):
             return
 
         def read(_cancel):
+            from workbench.core.project import finding_review
             from workbench.core.project.findings import FindingsStore
 
-            return FindingsStore(reading).history(finding_id, limit=500)
+            return FindingsStore(reading).history(finding_id, limit=500), finding_review.row(reading, finding_id)
 
         self._history.load(read, self._apply_history, on_failed=self._on_history_failed,
                            cleanup=reading.close_connection)
@@ -296,9 +360,12 @@ class FindingsPanel(Panel):
         self.history_label.setText(html.escape(f"Could not read the votes: {error.message}"))
         self.history.set_rows([])
 
-    def _apply_history(self, history) -> None:
+    def _apply_history(self, view) -> None:
+        history, review = view
         if history.finding.id != self._selected:
             return
+        self._review_row = review
+        self._show_review()
         f = history.finding
         shown = (f"the latest {len(history.votes):,} of {history.votes_in_history:,}" if history.truncated
                  else f"{history.votes_in_history:,}")
@@ -322,7 +389,89 @@ class FindingsPanel(Panel):
         self._history.cancel()
         self.findings.set_source(None)
         self.history.set_rows([])
+        self._review_row = None
+        self._show_review()
+        self.cons.set_reading(None)
+        self.tabs.hide()
+        self._clients_voted = []
         self._update_server_box()
+
+    # ----- review ------------------------------------------------------------------------
+    def attach_runs(self, service) -> None:
+        """The window's RunService, which re-research runs go through (one run at a time)."""
+        if self._runs is service:
+            return
+        self._runs = service
+        service.started.connect(self._on_run_started)
+        service.failed.connect(self._on_run_failed)
+        service.running_changed.connect(lambda _running: self._show_review())
+
+    def _service(self):
+        if self._runs is None:  # not attached by the window: its RunService, when it has one
+            service = getattr(self.window(), "runs", None)
+            if service is not None and hasattr(service, "start_document"):
+                self.attach_runs(service)
+        return self._runs
+
+    def _show_review(self) -> None:
+        store = self.store
+        service = self._runs
+        self.review.show_row(self._review_row, writable=store is not None and not store.read_only,
+                             running=self._reresearch_pending is not None
+                             or (service is not None and service.running))
+
+    def decide(self, finding_id: str, decision: str, reason: str = "") -> None:
+        """A reviewer's decision on a finding (written off the GUI thread)."""
+        from workbench.core.project import finding_review
+
+        self.model.write(f"review {finding_id}",
+                         lambda store: finding_review.decide(store, finding_id, decision, reason))
+
+    def _on_decided(self, finding_id: str, decision: str, reason: str) -> None:
+        self.decide(finding_id, decision, reason)
+
+    def reresearch(self, finding_id: str) -> None:
+        """Open a new simulated findings run on the finding (its document is read off the GUI thread)."""
+        reading, service = self._reading, self._service()
+        if reading is None or service is None or service.running or self._reresearch_pending:
+            if service is None:
+                self.review.state.setText("Re-research needs the window's run service.")
+            return
+        self._reresearch_pending = finding_id
+        self._show_review()
+        seed = (self._review_row.votes_valid + 1) if self._review_row is not None else 1
+
+        def read(_cancel):
+            from workbench.core.project.finding_review import reresearch_document
+
+            return reresearch_document(reading, finding_id, seed=seed)
+
+        def start(document: dict) -> None:
+            if self._runs is None or not self._runs.start_document(document, label=document["label"]):
+                self._reresearch_pending = None
+                self._show_review()
+
+        def failed(error) -> None:
+            self._reresearch_pending = None
+            self.review.state.setText(html.escape(f"Could not prepare the run: {error.message}"))
+
+        self._prepare.load(read, start, on_failed=failed, cleanup=reading.close_connection)
+
+    def _on_run_started(self, run_id: str) -> None:
+        if self._reresearch_pending is None:
+            return
+        finding_id, self._reresearch_pending = self._reresearch_pending, None
+        self.reresearch_run_id = run_id
+        self.review.state.setText(html.escape(f"Re-research of {finding_id}: run {run_id} started."))
+        from workbench.core.project.refs import RecordRef
+
+        self.model.reveal(RecordRef("run", run_id))
+
+    def _on_run_failed(self, message: str, _details: str) -> None:
+        if self._reresearch_pending is not None:
+            self._reresearch_pending = None
+            self._show_review()
+            self.review.state.setText(html.escape(message))
 
     # ----- the MCP server ------------------------------------------------------------------
     def start_server(self) -> None:
@@ -362,6 +511,21 @@ class FindingsPanel(Panel):
     def _on_server_failed(self, message: str) -> None:
         self.server_status.setText(f"Failed: {message}")
 
+    def _on_client_seen(self, _name: str, _version: str) -> None:
+        self._update_clients()
+
+    def _update_clients(self) -> None:
+        parts = []
+        if self.server.running:
+            live = [f"{html.escape(n)}{' ' + html.escape(v) if v else ''}" for n, v in self.server.clients.items()]
+            parts.append("<b>This server:</b> " + (", ".join(live) if live else "no client has called a tool yet"))
+        voted = [f"{html.escape(c.client)} ({c.votes:,} vote{'s' * (c.votes != 1)}, last {_time(c.last_vote_at)[11:]})"
+                 for c in self._clients_voted[:6]]
+        more = len(self._clients_voted) - 6
+        parts.append("<b>Voted in this project:</b> " + (", ".join(voted) if voted else "none yet")
+                     + (f", and {more} more" if more > 0 else ""))
+        self.clients_label.setText("<br>".join(parts))
+
     def _on_project_closing(self) -> None:
         # The server serves the open project only: closing (or switching) the project stops it.
         self.server.shutdown()
@@ -378,6 +542,7 @@ class FindingsPanel(Panel):
         if text != self.snippet.toPlainText():  # a refresh leaves a selection in the snippet alone
             self.snippet.setPlainText(text)
         self.copy_button.setEnabled(has_project)
+        self._update_clients()
         if not running and not self.server_status.text().startswith("Failed"):
             self.server_status.setText("Not running." if has_project else "No project is open.")
 
@@ -411,22 +576,30 @@ class _FindingSource:
         self.store, self.queue = store, queue
 
     def count(self, query) -> int:
-        from workbench.core.project import finding_list
+        from workbench.core.project import finding_review
 
-        return finding_list.count(self.store, status=self.queue, text=query.filter_text)
+        return finding_review.count(self.store, queue=self.queue, text=query.filter_text)
 
     def fetch(self, query, offset: int, limit: int) -> list[dict]:
-        from workbench.core.project import finding_list
+        from workbench.core.project import finding_review
 
-        rows = finding_list.window(self.store, offset=offset, limit=limit, status=self.queue,
-                                   text=query.filter_text, sort=self.SORT_KEYS.get(query.sort_key, "created"),
-                                   descending=query.descending)
+        rows = finding_review.window(self.store, offset=offset, limit=limit, queue=self.queue,
+                                     text=query.filter_text, sort=self.SORT_KEYS.get(query.sort_key, "created"),
+                                     descending=query.descending)
         return [_finding_row(r) for r in rows]
 
 
-def _finding_row(f) -> dict:  # f: a FindingRow
+def _finding_row(f) -> dict:  # f: a finding_review.ReviewRow
     return {"status": f.status, "status_label": status_label(f.status), "id": f.id, "claim": f.claim,
-            "score": _score(f.score), "k": f.k, "votes_total": f.votes_valid, "last_vote": _time(f.last_vote_at)}
+            "score": _score(f.score), "k": f.k, "votes_total": f.votes_valid, "last_vote": _time(f.last_vote_at),
+            "review": f.decision if f.resolved else None, "review_label": _review_label(f),
+            "review_note": f.decision_note}
+
+
+def _review_label(f) -> str:
+    if f.resolved:
+        return "✓ confirmed by reviewer" if f.decision == "confirm" else f"✖ rejected: {f.decision_note}"
+    return "reopened by a vote" if f.decision else ""
 
 
 def _vote_label(vote_type: str | None, status: str) -> str:
@@ -438,8 +611,12 @@ def _vote_label(vote_type: str | None, status: str) -> str:
 def _decorate_finding(row: dict, key: str, role: int) -> object:
     if role == Qt.ItemDataRole.ForegroundRole and key in ("status_label", "score"):
         return theme.colour(STATUS_STYLE[row["status"]][1])
+    if role == Qt.ItemDataRole.ForegroundRole and key == "review_label" and row["review"]:
+        return theme.colour("ok" if row["review"] == "confirm" else "error")
     if role == Qt.ItemDataRole.ToolTipRole and key == "claim":
         return row["claim"]
+    if role == Qt.ItemDataRole.ToolTipRole and key == "review_label" and row["review_label"]:
+        return row["review_label"]
     return None
 
 

@@ -134,3 +134,81 @@ def run_report(run: ArmRun, source: dict | None = None) -> dict:
 def metrics_report(run_json: dict) -> dict:
     """SPEC §4 ``rwb arm metrics`` JSON for an ARM export (any corpus schema, or the workbench's)."""
     return run_report(parse_run(run_json), run_json)
+
+
+# ----- the ARM section of a run's Markdown report ---------------------------------------------
+
+ROLE_LABELS = {"alpha": "alpha (deontological)", "beta": "beta (consequentialist)", "gamma": "gamma (reconciler)",
+               "silent": "gamma-silent (baseline, sees no peer)"}
+
+
+def _disagreement(kind: object) -> str:
+    from workbench.core import report_md as md
+
+    return "none (no disagreement)" if kind == "none" else md.label(kind).lower() if kind else "—"
+
+
+def markdown_lines(a: dict, traces: list[dict]) -> list[str]:
+    """The ARM section: convergence, drift per agent, the gates, the disagreement, and every claim.
+
+    ``a`` is :func:`run_report`'s dict; ``traces`` the run's traces (round, role, attempt, current,
+    ok, claim, verdict, confidence), in round order.
+    """
+    from workbench.core import report_md as md
+
+    second = a.get("disagreement_second_opinion") or {}
+    gate = a.get("polarity_gate") or {}
+    fap = a.get("fap") or {}
+    lines = [
+        "## How to read this report", "",
+        "ARM asks the same question of two framed agents, alpha (duties and rights) and beta "
+        "(consequences), then of gamma, who reconciles them in round 2. gamma-silent answers round 1 "
+        "without seeing anyone, as a baseline. *Convergence* says how alike the round-1 claims are "
+        "(0 = nothing shared, 1 = the same words). *Drift* is the change in an agent's self-reported "
+        "confidence from round 1 to round 2 (gamma's against the silent baseline); its bands are "
+        "descriptive only. The *polarity gate* fires when gamma reverses a firm yes/no between rounds. "
+        "Numbers are rounded; the exact values are in the JSONL and CSV exports.", "",
+        "## Convergence and agreement", "",
+        f"- **Jaccard convergence**: {md.num(a.get('jaccard_convergence'))}",
+        f"- **TF-IDF convergence**: {md.num(a.get('tfidf_convergence'))} ({md.text(a.get('tfidf_idf') or '—')} idf)",
+        f"- **Directional unanimity**: {md.yes_no(a.get('directional_unanimity'))} (round-1 verdicts: "
+        + ", ".join(f"{md.text(r)} {md.text(v)}" for r, v in (a.get("verdicts_r1") or {}).items()) + ")",
+        f"- **Disagreement type (gamma)**: {_disagreement(a.get('disagreement_type') or a.get('disagreement_type_stored'))}"
+        + ("" if a.get("disagreement_type_valid", True) else " (not one of none, information, reasoning, values)"),
+        f"- **Second opinion (the workbench's rule)**: {_disagreement(second.get('type'))}"
+        + (f": {md.text(second.get('rule'))}" if second.get("rule") else "")
+        + {True: " — agrees with gamma", False: " — differs from gamma", None: ""}[second.get("agrees_with_gamma")],
+    ]
+    if a.get("shared_prior_warning"):
+        lines.append("- **Shared-prior warning**: the round-1 claims are so alike that the agents may share a prior.")
+    lines += [*(f"- **Check**: {md.text(c)}" for c in a.get("disagreement_checks") or []), "",
+              "## Drift per agent", ""]
+    rows = []
+    for role, ag in (a.get("agents") or {}).items():
+        base = f" (baseline {md.num(ag.get('baseline'))})" if role == "gamma" else ""
+        rows.append([md.text(ROLE_LABELS.get(role, role)), md.num(ag.get("cr1")), md.num(ag.get("cr2")) + base,
+                     md.signed(ag.get("delta")), md.label(ag.get("band")),
+                     f"{md.text(ag.get('verdict_r1'))} → {md.text(ag.get('verdict_r2'))}",
+                     "yes" if ag.get("delta_mismatch") else "no"])
+    lines += md.table(["Agent", "Confidence R1", "Confidence R2", "Drift", "Band", "Verdict R1 → R2",
+                       "Self-report differs"], rows)
+    lines += ["", "## Gates", "",
+              f"- **Polarity gate**: {'fired' if gate.get('fired') else 'did not fire'} (gamma "
+              f"{md.text(gate.get('gamma_r1_verdict'))} → {md.text(gate.get('gamma_r2_verdict'))}; reconciliation "
+              f"{md.text(gate.get('reconciliation_status') or '—')})",
+              f"- **FAP re-queue** (a drifting agent answers round 2 again, without its peers): {'triggered by ' + md.text(', '.join(fap.get('drift_agents') or [])) if fap.get('drift_triggered') else 'not triggered'}"
+              + ("; gamma's drift exceeded the limit" if fap.get("gamma_drift_exceeded") else ""),
+              f"- **Self-check divergence**: {md.yes_no(a.get('self_check_divergence'))}", "",
+              "## Claims", ""]
+    if not traces:
+        lines += ["No trace was stored.", ""]
+    for t in traces:
+        attempt = f", attempt {t['attempt']}" if (t.get("attempt") or 1) > 1 else ""
+        kept = "" if t.get("current", True) else " (not kept)"
+        head = f"### Round {t.get('round')}: {md.text(ROLE_LABELS.get(t.get('role'), t.get('role')))}{attempt}{kept}"
+        lines += [head, ""]
+        if not t.get("ok", True):
+            lines += ["The trace failed validation.", ""]
+        lines += [*md.block(t.get("claim") or "(no claim)"), "",
+                  f"- **Verdict**: {md.text(t.get('verdict') or '—')}; **confidence**: {md.num(t.get('confidence'))}", ""]
+    return lines

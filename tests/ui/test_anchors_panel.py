@@ -1,0 +1,95 @@
+"""The Anchors & Restoration panel, driven by clicks: the teaching scenario, Recite, Inject and
+"Open in Trace Inspector"."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, Qt
+
+from tests.ui.conftest import WAIT_MS
+from tests.ui.live_run_helpers import RUN_MS, empty_project, read
+
+
+def anchors(window):
+    window.docks["anchorsPanel"].show()
+    window.docks["anchorsPanel"].raise_()
+    return window.panels["anchorsPanel"]
+
+
+def click(qtbot, widget) -> None:
+    qtbot.mouseClick(widget, Qt.MouseButton.LeftButton)
+
+
+def teach(qtbot, window, panel) -> dict:
+    qtbot.waitUntil(panel.teach_button.isEnabled, timeout=WAIT_MS)
+    with qtbot.waitSignal(window.runs.finished, timeout=RUN_MS) as finished:
+        click(qtbot, panel.teach_button)
+    qtbot.waitUntil(lambda: "The run is completed" in panel.story(), timeout=WAIT_MS)
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
+    return finished.args[0]
+
+
+def test_teaching_scenario_shows_a_detected_loss_and_a_restoration_within_its_run(qtbot, window, tmp_path,
+                                                                                  open_project):
+    path = empty_project(tmp_path)
+    open_project(path)
+    panel = anchors(window)
+    summary = teach(qtbot, window, panel)
+    assert summary["status"] == "completed"
+    story = panel.story()
+    assert "1. Starting a simulated RCP run wrapped in Resonance Echo" in story
+    assert "2. Loss detected" in story and "3. Restored" in story
+    run_id = summary["run_id"]
+    assert panel.view.run_id == run_id and panel.agent_box.currentText() == "c1"
+    c1 = panel.current_agent()
+    # The loss and its restoration are records of that run: a failed check, then the episode.
+    assert any(not c.success and c.trigger != "restoration" for c in c1.checks)
+    [episode] = c1.episodes
+    assert episode.status == "resumed" and [s.step for s in episode.steps][-1] == "resume"
+    assert [s.state for s in c1.states] == ["Stable", "Degraded", "Recovering", "Stable"]
+    assert panel.diagram.current == "resume" and "verify" in panel.diagram.visited
+    assert panel.log.count() == len(episode.steps)
+    rows = read(path, "SELECT DISTINCT run_id FROM echo_restorations")
+    assert rows == [{"run_id": run_id}]
+    # Every checklist item has a status; the failure phase is done, with a time.
+    items = {panel.checklist.topLevelItem(i).text(0).strip(): panel.checklist.topLevelItem(i)
+             for i in range(panel.checklist.topLevelItemCount())}
+    restore = items["Execute Restoration Protocol"]
+    assert restore.text(1) == "✓ done" and restore.text(2)
+
+
+def test_recite_inject_and_open_in_trace_inspector_by_clicks(qtbot, window, tmp_path, open_project):
+    open_project(empty_project(tmp_path))
+    panel = anchors(window)
+    teach(qtbot, window, panel)
+    c1 = panel.current_agent()
+    checks, marker = len(c1.checks), c1.marker
+    qtbot.waitUntil(panel.recite_button.isEnabled, timeout=WAIT_MS)
+    click(qtbot, panel.recite_button)
+    qtbot.waitUntil(lambda: len(panel.current_agent().checks) == checks + 1, timeout=WAIT_MS)
+    assert panel.current_agent().checks[-1].trigger == "conductor"
+    qtbot.waitUntil(panel.inject_button.isEnabled, timeout=WAIT_MS)
+    click(qtbot, panel.inject_button)
+    qtbot.waitUntil(lambda: len(panel.current_agent().episodes) == 2, timeout=WAIT_MS)
+    after = panel.current_agent()
+    assert after.marker != marker and after.episodes[-1].status == "resumed"
+    assert "new_session" not in [s.step for s in after.episodes[-1].steps]  # same session
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
+    # The first episode's verify line opens the call it read in the Trace Inspector.
+    panel.agent_box.setCurrentText("c1")
+    first = panel.current_agent().episodes[0]
+    row = next(i for i in range(panel.log.count())
+               if panel.log.item(i).data(Qt.ItemDataRole.UserRole)[1] == "verify")
+    rect = panel.log.visualItemRect(panel.log.item(row))
+    panel.log.scrollToItem(panel.log.item(row))
+    rect = panel.log.visualItemRect(panel.log.item(row))
+    click_at = rect.center()
+    qtbot.mouseClick(panel.log.viewport(), Qt.MouseButton.LeftButton, pos=click_at)
+    assert panel.open_button.isEnabled() and panel._selected.id == first.call_id
+    with qtbot.waitSignal(window.model.reveal_requested, timeout=WAIT_MS) as revealed:
+        click(qtbot, panel.open_button)
+    assert revealed.args[0].kind == "call" and revealed.args[0].id == first.call_id
+    # A mark of the history strip selects that verification's call.
+    strip = panel.timeline
+    qtbot.mouseClick(strip, Qt.MouseButton.LeftButton, pos=QPoint(int(strip._x(0)), 10))
+    assert panel._selected.kind == "call" and panel._selected.id == panel.current_agent().checks[0].call_id
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)

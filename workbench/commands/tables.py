@@ -1,0 +1,42 @@
+"""Plain-text tables for the terminal (``rwb runs``): aligned columns, long cells cut with "…"."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+STATUS_WORDS = {"stopped_at_cap": "stopped at cap"}
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, max_width: dict[int, int] | None = None) -> str:
+    limits = max_width or {}
+
+    def fit(i: int, value: str) -> str:
+        value = " ".join(str(value).split())
+        cap = limits.get(i)
+        return value if cap is None or len(value) <= cap else value[:cap - 1] + "…"
+
+    cells = [[fit(i, v) for i, v in enumerate(r)] for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
+    line = lambda r: "  ".join(v.ljust(widths[i]) for i, v in enumerate(r)).rstrip()
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, cells)]) + "\n"
+
+
+def _when(stamp: str | None) -> str:
+    """``2026-11-25T04:53:53.678Z`` → ``2026-11-25 04:53`` (UTC)."""
+    return (stamp or "")[:16].replace("T", " ") or "—"
+
+
+def runs_table(rows: Sequence[dict]) -> str:
+    """``rwb runs`` for people: one line per run, newest last; ``--json`` has every field."""
+    if not rows:
+        return "No runs in this project yet. Start one with: rwb run CONFIG --project FILE\n"
+    body = []
+    for r in rows:
+        kind = "sim" if r.get("simulated") else ("import" if r.get("source") == "import" else "real")
+        status = STATUS_WORDS.get(r.get("status"), r.get("status") or "—")
+        note = r.get("error") or ""
+        body.append([r["run_id"], r.get("protocol") or "—", status, kind, _when(r.get("started_at")),
+                     r.get("label") or "—", note])
+    text = text_table(["RUN", "PROTOCOL", "STATUS", "KIND", "STARTED (UTC)", "LABEL", "NOTE"], body,
+                      max_width={5: 40, 6: 50})
+    return text + f"{len(rows)} run{'s' if len(rows) != 1 else ''}. Full details as JSON: rwb runs --json\n"
