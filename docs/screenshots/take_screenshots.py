@@ -427,6 +427,9 @@ class Shooter:
     def findings(self, panel) -> bool:
         from PySide6.QtWidgets import QSplitter
 
+        if panel.tabs.currentIndex() != 0:
+            panel.tabs.setCurrentIndex(0)
+            return False
         model = panel.findings.model
         rows = [model.row(r) for r in range(model.rowCount())]
         if not rows:
@@ -451,6 +454,40 @@ class Shooter:
             return False
         return True
 
+    def cons(self, panel) -> bool:
+        """The CONS tab: the first question, its ballots in the matrix and its verdict."""
+        view = panel.cons
+        if panel.tabs.currentWidget() is not view:
+            panel.tabs.setCurrentWidget(view)
+            return False
+        model = view.questions.model
+        if model.rowCount() == 0:
+            raise Failure("no CONS question listed")
+        if not view.questions.view.selectionModel().selectedRows():
+            view.select_question(model.row(0)["id"])
+            return False
+        if view.matrix.rowCount() == 0:
+            raise Failure("the voting matrix shows no ballot")
+        return True
+
+    def reports(self, panel) -> bool:
+        """The Reports tab on the RCP run of the samples: its report rendered."""
+        reports = panel.reports
+        if panel.tabs.currentWidget() is not panel.reports_slot:
+            panel.tabs.setCurrentWidget(panel.reports_slot)
+            return False
+        runs = reports.runs
+        if runs.count() == 0:
+            raise Failure("no run listed for a report")
+        want = next((runs.itemData(i) for i in range(runs.count()) if str(runs.itemData(i)).startswith("rcp-")),
+                    runs.itemData(0))
+        if runs.currentData() != want:
+            runs.setCurrentIndex(runs.findData(want))
+            return False
+        if reports.view.run_id != want or not reports.view.markdown:
+            raise Failure(f"the report of {want} never showed")
+        return True
+
     PANELS = (("clusters-agents", "clustersPanel", "clusters"),
               ("live-run", "liveRunPanel", "live_run"),
               ("trace-inspector", "traceInspectorPanel", "trace_inspector"),
@@ -458,7 +495,9 @@ class Shooter:
               ("quadrant", "quadrantPanel", "quadrant"),
               ("drift-convergence", "driftPanel", "drift"),
               ("anchors-restoration", "anchorsPanel", "anchors"),
-              ("findings-reports", "findingsPanel", "findings"))
+              ("findings-reports", "findingsPanel", "findings"),
+              ("findings-cons", "findingsPanel", "cons"),
+              ("findings-report", "findingsPanel", "reports"))
 
     # ----- the whole run ---------------------------------------------------------------------
     def open_project(self) -> None:
