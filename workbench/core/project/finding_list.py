@@ -30,15 +30,30 @@ class FindingRow:
     last_vote_at: str | None
 
 
+def text_clause(text: str, alias: str = "") -> tuple[str, tuple] | None:
+    """The clause matching ``text`` in a finding's id or claim, and its parameters (None for no
+    text). ``alias`` prefixes the columns (``"f."`` in a join)."""
+    if not text.strip():
+        return None
+    like = "%" + _sql.escape_like(text.strip()) + "%"
+    return f"({alias}id LIKE ? ESCAPE '\\' OR {alias}claim LIKE ? ESCAPE '\\')", (like, like)
+
+
+def order_by(sort: str, descending: bool, alias: str = "") -> str:
+    """ORDER BY for a sort key of SORT_COLUMNS (never user text in the SQL), empty values last."""
+    column = alias + SORT_COLUMNS.get(sort, "rowid")
+    nulls = f"{column} IS NULL, " if sort in ("score", "last_vote") else ""
+    return f"{nulls}{column} {'DESC' if descending else 'ASC'}, {alias}rowid"
+
+
 def _where(status: str | None, text: str) -> tuple[str, tuple]:
     clauses, params = [], []
     if status and status != "all":
         clauses.append("status = ?")
         params.append(status)
-    if text.strip():
-        like = "%" + _sql.escape_like(text.strip()) + "%"
-        clauses.append("(id LIKE ? ESCAPE '\\' OR claim LIKE ? ESCAPE '\\')")
-        params += [like, like]
+    if (match := text_clause(text)) is not None:
+        clauses.append(match[0])
+        params += match[1]
     return ("WHERE " + " AND ".join(clauses)) if clauses else "", tuple(params)
 
 
@@ -51,9 +66,7 @@ def window(store: Store, *, offset: int, limit: int, status: str | None = None, 
            sort: str = "created", descending: bool = False) -> list[FindingRow]:
     """One window of findings, in creation order unless sorted by another column."""
     where, params = _where(status, text)
-    column = SORT_COLUMNS.get(sort, "rowid")
-    nulls = f"{column} IS NULL, " if column in ("score", "last_vote_at") else ""  # nulls last
-    order = f"{nulls}{column} {'DESC' if descending else 'ASC'}, rowid"
+    order = order_by(sort, descending)
     sql = (f"SELECT id, claim, status, score, threshold, k, votes_valid, votes_invalid, last_vote_at "
            f"FROM findings {where} ORDER BY {order} LIMIT ? OFFSET ?")
     return [FindingRow(*row) for row in _sql.tuples(store, sql, (*params, limit, offset))]

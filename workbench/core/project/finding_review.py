@@ -18,7 +18,7 @@ from typing import Any
 from workbench.core.errors import InputError
 from workbench.core.project import _sql, audit
 from workbench.core.project.changes import Changes
-from workbench.core.project.finding_list import SORT_COLUMNS
+from workbench.core.project.finding_list import order_by, text_clause
 from workbench.core.project.store import Store
 
 CONFIRM, REJECT = "confirm", "reject"
@@ -78,10 +78,9 @@ def _where(queue: str | None, text: str) -> tuple[str, tuple]:
     elif queue in ("pending", "confirmed"):
         clauses.append("f.status = ?")
         params.append(queue)
-    if text.strip():
-        like = "%" + _sql.escape_like(text.strip()) + "%"
-        clauses.append("(f.id LIKE ? ESCAPE '\\' OR f.claim LIKE ? ESCAPE '\\')")
-        params += [like, like]
+    if (match := text_clause(text, "f.")) is not None:
+        clauses.append(match[0])
+        params += match[1]
     return ("WHERE " + " AND ".join(clauses)) if clauses else "", tuple(params)
 
 
@@ -94,10 +93,7 @@ def window(store: Store, *, offset: int, limit: int, queue: str | None = None, t
            sort: str = "created", descending: bool = False) -> list[ReviewRow]:
     """One window of findings of a queue, with their review decision."""
     where, params = _where(queue, text)
-    column = "f." + SORT_COLUMNS.get(sort, "rowid")
-    nulls = f"{column} IS NULL, " if sort in ("score", "last_vote") else ""
-    order = f"{nulls}{column} {'DESC' if descending else 'ASC'}, f.rowid"
-    sql = f"{_SELECT} {where} ORDER BY {order} LIMIT ? OFFSET ?"
+    sql = f"{_SELECT} {where} ORDER BY {order_by(sort, descending, 'f.')} LIMIT ? OFFSET ?"
     return [_review_row(r) for r in _sql.tuples(store, sql, (*params, limit, offset))]
 
 
