@@ -56,9 +56,10 @@ def run_demo(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from workbench.core.project.demo import build_default_demo, build_demo, demo_path
+    from workbench.services.runs.demo_runs import populate
 
     if args.out:
-        print(build_demo(Path(args.out), overwrite=args.force))
+        print(build_demo(Path(args.out), overwrite=args.force, populate=populate))
     else:
-        print(build_default_demo(demo_path()))
+        print(build_default_demo(demo_path(), populate=populate))
     return 0

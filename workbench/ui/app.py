@@ -49,9 +49,10 @@ def run_app(file: str | None = None, *, demo: bool = False, exit_when_shown: boo
     settle_memory()
 
     if demo:
-        from workbench.core.project.demo import demo_path, ensure_demo
+        from workbench.core.project.demo import demo_path
+        from workbench.services.runs.demo_runs import ensure_full_demo
 
-        window.model.open_prepared(demo_path(), ensure_demo)
+        window.model.open_prepared(demo_path(), ensure_full_demo)
     elif file:
         window.open_path(Path(file))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from workbench.core.runs.providers import ClusterConfig, ProviderConfig
@@ -30,14 +31,18 @@ def demo_path() -> Path:
     return Path(os.environ.get("RWB_DEMO_PATH") or REPO_ROOT / ".demo" / "demo.rwb")
 
 
-def ensure_demo(dest: Path, spec: Path = DEMO_SPEC) -> Path:
+# What fills the demo with runs once its panel is in (the services' sample runs); core cannot run.
+Populate = Callable[[Store], None]
+
+
+def ensure_demo(dest: Path, spec: Path = DEMO_SPEC, populate: Populate | None = None) -> Path:
     """Build the demo unless an up-to-date build already exists."""
     if dest.exists() and dest.stat().st_mtime >= spec.stat().st_mtime:
         return dest
-    return build_default_demo(dest, spec)
+    return build_default_demo(dest, spec, populate)
 
 
-def build_default_demo(dest: Path, spec: Path = DEMO_SPEC) -> Path:
+def build_default_demo(dest: Path, spec: Path = DEMO_SPEC, populate: Populate | None = None) -> Path:
     """(Re)build the demo at the workbench's own demo path: its folder is made if missing, and an
     earlier build is replaced, but a file there that is not a workbench project never is."""
     if os.path.lexists(dest):
@@ -52,11 +57,13 @@ def build_default_demo(dest: Path, spec: Path = DEMO_SPEC) -> Path:
         dest.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ProjectError("io", dest, f"{dest.parent} cannot be made: {exc.strerror or exc}.") from None
-    return build_demo(dest, spec, overwrite=True)
+    return build_demo(dest, spec, overwrite=True, populate=populate)
 
 
-def build_demo(dest: Path, spec: Path = DEMO_SPEC, *, overwrite: bool = False) -> Path:
-    """Build the demo into ``dest``; an existing ``dest`` is replaced only with ``overwrite``."""
+def build_demo(dest: Path, spec: Path = DEMO_SPEC, *, overwrite: bool = False,
+               populate: Populate | None = None) -> Path:
+    """Build the demo into ``dest``; an existing ``dest`` is replaced only with ``overwrite``.
+    ``populate(store)`` runs on the finished panel before the file is published."""
     data = json.loads(spec.read_text(encoding="utf-8"))
     providers = [ProviderConfig.model_validate(p) for p in data["providers"]]
     clusters = [ClusterConfig.model_validate(c) for c in data["clusters"]]
@@ -69,6 +76,12 @@ def build_demo(dest: Path, spec: Path = DEMO_SPEC, *, overwrite: bool = False) -
         except ProjectError as exc:  # named after the destination, not the temporary file
             raise ProjectError(exc.kind, dest, str(exc).replace(tmp.name, str(dest), 1)) from None
         _fill(store, data, providers, clusters)
+        if populate is not None:
+            store = Store.open(tmp)
+            try:
+                populate(store)
+            finally:
+                store.close_connection()
         publish(tmp, dest, overwrite=overwrite)
     except OSError as exc:
         raise ProjectError("io", dest, f"{dest} cannot be written: {exc.strerror or exc}.") from None

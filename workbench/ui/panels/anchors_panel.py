@@ -16,8 +16,8 @@ from __future__ import annotations
 import html
 import threading
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QSplitter,
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QPushButton, QSplitter,
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from workbench.core.project.changes import Changes
@@ -130,9 +130,8 @@ class AnchorsPanel(Panel):
         self.diagram = EchoDiagram(mid)
         self.episode_label = QLabel("Restoration: none yet", mid)
         self.episode_label.setObjectName("echoEpisode")
-        self.log = QListWidget(mid)
+        self.log = EventLog(mid)
         self.log.setObjectName("echoEventLog")
-        self.log.setWordWrap(True)
         mv.addWidget(self.episode_label)
         mv.addWidget(self.diagram)
         mv.addWidget(self.log, 1)
@@ -272,7 +271,7 @@ class AnchorsPanel(Panel):
         self.log.clear()
         for e in a.episodes:
             for s in e.steps:
-                item = QListWidgetItem(f"{_time(s.at)}  {s.text}")
+                item = QTableWidgetItem(f"{_time(s.at)}  {s.text}")
                 item.setData(Qt.ItemDataRole.UserRole, (e.call_id, s.step))
                 item.setToolTip(f"{e.id} · {s.step} · {s.at}")
                 self.log.addItem(item)
@@ -429,3 +428,37 @@ class AnchorsPanel(Panel):
     def story(self) -> str:
         """The narration as plain text (tests read it)."""
         return "\n".join(self.story_lines)
+
+
+class EventLog(QTableWidget):
+    """The restoration event log: one line per step, in one column. A table, not a QListWidget,
+    so that every tool reading item models (``columnCount()`` with no argument) can read it."""
+
+    currentRowChanged = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(0, 1, parent)
+        self.horizontalHeader().hide()
+        self.verticalHeader().hide()
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.setWordWrap(True)
+        self.setShowGrid(False)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.currentCellChanged.connect(lambda row, _col, _prev_row, _prev_col: self.currentRowChanged.emit(row))
+
+    def clear(self) -> None:
+        self.setRowCount(0)
+
+    def addItem(self, item: QTableWidgetItem) -> None:  # noqa: N802 (as QListWidget's)
+        row = self.rowCount()
+        self.insertRow(row)
+        self.setItem(row, 0, item)
+
+    def count(self) -> int:
+        return self.rowCount()
+
+    def item(self, row: int, column: int = 0):  # noqa: D102
+        return super().item(row, column)
