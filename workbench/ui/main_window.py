@@ -323,9 +323,10 @@ class MainWindow(QMainWindow):
         font.setStyleStrategy(QFont.StyleStrategy.PreferQuality)
         self.setFont(font)
 
-    @staticmethod
-    def _restyle(which) -> None:
-        for widget in QApplication.instance().allWidgets():
+    def _restyle(self, which) -> None:
+        # This window's widgets only: QApplication.allWidgets() also holds widgets of closed
+        # windows awaiting deletion, and touching them crashed (as it did in theme.apply_theme).
+        for widget in [self, *self.findChildren(QWidget)]:
             sheet = widget.styleSheet()
             if sheet and which(sheet):
                 widget.setStyleSheet(sheet)
