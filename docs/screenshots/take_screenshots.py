@@ -24,7 +24,12 @@ What it does, offline, in a temporary folder (settings too: yours are not touche
    - quadrant: the two-cluster RCP run's artifacts on the 2×2 quadrant, the what-if beside it;
    - drift-convergence: the imported ARM run (the simulated ARM run when no trace was imported);
    - anchors-restoration: the Resonance Echo run's markers, verifications and restorations;
+     anchors-checklist: the same agent's conductor's checklist;
    - findings-reports: a finding selected (a challenged one if any) with its votes;
+   - findings-cons: the first CONS question's ballots; findings-cons-verdict: a question with an
+     escalation, its verdict, conflicts and the human's decision; findings-cons-whatif: the
+     consensus threshold moved until a verdict would change;
+   - findings-report: the RCP run's report rendered;
    - main-window: the default layout (Quadrant and Live Run raised), also main-window.png (light);
 
 3. then the Live Run panel's moments: live-run-config (the Configure tab), live-run-running (a
@@ -470,6 +475,48 @@ class Shooter:
             raise Failure("the voting matrix shows no ballot")
         return True
 
+    def cons_verdict(self, panel) -> bool:
+        """The CONS verdict sub-tab of a question with an escalation (decided, if any was)."""
+        if not self.cons(panel):
+            return False
+        view = panel.cons
+        rows = [view.questions.model.row(r) for r in range(view.questions.model.rowCount())]
+        pick = next((r for r in rows if r.get("escalations_label", "—") != "—"), rows[0])
+        if view._selected != pick["id"]:
+            view.select_question(pick["id"])
+            return False
+        view.tabs.setCurrentWidget(view.verdict)
+        return bool(view.verdict.toPlainText())
+
+    def cons_whatif(self, panel) -> bool:
+        """The thresholds what-if with the consensus threshold moved until a verdict would change."""
+        if not self.cons(panel):
+            return False
+        view = panel.cons
+        view.tabs.setCurrentWidget(view.whatif)
+        whatif = view.whatif
+        pending = self.state.get("whatif_pending")
+        if pending is not None and view.whatif_count <= pending:
+            return False  # the verdicts for the last value are still being computed
+        if whatif.changed_rows():
+            return True
+        # Moves a person would try: the consensus threshold, then more voters than the question had.
+        tried = self.state.setdefault("whatif", [(whatif.consensus.set_value, v) for v in (0.95, 0.9, 0.6, 0.5)]
+                                      + [(whatif.min_voters.setValue, 6)])
+        if not tried:
+            raise Failure("no threshold moved changes a verdict")
+        self.state["whatif_pending"] = view.whatif_count
+        move, value = tried.pop(0)
+        move(value)
+        return False
+
+    def checklist(self, panel) -> bool:
+        """The conductor's checklist tab of the Echo run's first agent."""
+        if not self.anchors(panel):
+            return False
+        panel.log_tabs.setCurrentWidget(panel.checklist)
+        return panel.checklist.topLevelItemCount() > 0
+
     def reports(self, panel) -> bool:
         """The Reports tab on the RCP run of the samples: its report rendered."""
         reports = panel.reports
@@ -496,7 +543,10 @@ class Shooter:
               ("drift-convergence", "driftPanel", "drift"),
               ("anchors-restoration", "anchorsPanel", "anchors"),
               ("findings-reports", "findingsPanel", "findings"),
+              ("anchors-checklist", "anchorsPanel", "checklist"),
               ("findings-cons", "findingsPanel", "cons"),
+              ("findings-cons-verdict", "findingsPanel", "cons_verdict"),
+              ("findings-cons-whatif", "findingsPanel", "cons_whatif"),
               ("findings-report", "findingsPanel", "reports"))
 
     # ----- the whole run ---------------------------------------------------------------------

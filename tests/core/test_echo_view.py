@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.core.project import echo_view
+from workbench.core.project import _sql, echo_view
 from workbench.core.project.store import Store
 from workbench.core.runs.config import parse_run_config
 from workbench.services.runs import echo_actions
@@ -79,3 +79,15 @@ def test_recite_and_inject_record_through_the_echo_code(run):
     assert injected.marker != before.marker and injected.session_id == before.session_id
     [episode] = injected.episodes
     assert [s.step for s in episode.steps] == ["log", "read_seed", "inject", "verify", "resume"]
+
+
+def test_the_conductor_rebuilds_an_agents_session_in_the_runs_order_not_the_rows(run):
+    """Calls are stored as they complete, which concurrency shuffles; the window a recital reads
+    must be the one the run built, so the session comes back in the conductor's order."""
+    store, run_id = run
+    summary = _sql.get(store, "runs", run_id)["summary_json"]
+    order = summary["echo"]["c1"]["call_order"]
+    assert [c["key"] for c in echo_view.agent_calls(store, run_id, "c1")] == order
+    summary["echo"]["c1"]["call_order"] = order[::-1]  # as if the rows had come back the other way
+    _sql.update(store, "runs", run_id, {"summary_json": summary})
+    assert [c["key"] for c in echo_view.agent_calls(store, run_id, "c1")] == order[::-1]

@@ -240,12 +240,21 @@ def test_cluster_without_votes_has_null_rate_and_does_not_approve():
     assert s["sigma"] == 0.0 and s["score_balanced"] == s["score"] == 1.0
 
 
-def test_no_votes_at_all_gives_null_score():
-    [s] = classify_payload(binary([{"id": "w", "votes": {}}]))
-    assert s["cluster_rates"] == {"advocate": None, "critic": None}
-    assert s["score"] is None and s["score_balanced"] is None and s["sigma"] is None
-    assert s["votes_cast"] == 0 and s["votes_missing"] == 4
-    assert s["tier"] == "negative_consensus"
+def test_no_votes_no_tier():
+    """SPEC §1: an artifact nobody voted on is unclassified, not a "high risk" negative consensus,
+    and it comes after every classified artifact."""
+    states = classify_payload(binary([{"id": "w", "votes": {}}, {"id": "b", "votes": {"a1": None}},
+                                      {"id": "a", "votes": {"a1": 0, "a2": 0, "c1": 0, "c2": 0}}]))
+    assert [s["artifact"] for s in states] == ["a", "b", "w"]
+    assert states[0]["tier"] == "negative_consensus" and states[0]["risk_if_acted_upon"] == "high"
+    for s in states[1:]:
+        assert s["cluster_rates"] == {"advocate": None, "critic": None}
+        assert s["score"] is None and s["score_balanced"] is None and s["sigma"] is None
+        assert s["votes_cast"] == 0 and s["votes_missing"] == 4
+        assert s["tier"] == "unclassified" and s["risk_if_acted_upon"] == "unknown"
+        assert s["resonance_ratio"] is None and s["contestation"] is None and s["bias_direction"] is None
+        assert s["approval_set"] == [] and not s["is_persuasive"] and not s["full_consensus"]
+        assert not s["reference_dissent"] and s["persuasion_kind"] is None
 
 
 def test_author_is_excluded_from_their_cluster():

@@ -13,7 +13,7 @@ from workbench.core.protocols.rcp.classify import TIERS, classify_payload
 
 SETTINGS = settings(deadline=None, derandomize=True, max_examples=150)
 # Tier "height" for monotonicity: adding an approval never moves an artifact down this scale.
-LEVEL = {"negative_consensus": 0, "negative_polar": 1, "positive_polar": 2, "positive_consensus": 3}
+LEVEL = {"unclassified": -1, "negative_consensus": 0, "negative_polar": 1, "positive_polar": 2, "positive_consensus": 3}
 
 THETAS = [None, 0.25, 0.5, 2 / 3, 0.9, 1.0]
 TAUS = [0.51, 0.6, 2 / 3, 0.75, 0.9, 1.0]
@@ -82,6 +82,8 @@ def reference_states(p: dict) -> list[dict]:
         kind = None
         if reach >= 1 and n == 2:
             kind = "accelerator" if a_cl == ref else "mitigator"
+        if not cast:  # SPEC §1: no votes, no tier
+            s, rho, tier, sigma = [], None, "unclassified", None
         out.append({
             "artifact": art["id"], "author": author, "author_cluster": a_cl, "cluster_rates": rates,
             "approval_set": s, "resonance_ratio": rho, "tier": tier, "score": score,
@@ -89,9 +91,10 @@ def reference_states(p: dict) -> list[dict]:
             "votes_cast": len(cast), "votes_missing": len(home) - (author is not None) - len(cast),
             "is_persuasive": reach >= 1, "persuasion_reach": reach, "persuasion_kind": kind,
             "full_consensus": len(s) == n, "reference_dissent": tier == "positive_consensus" and ref not in s,
-            "bias_direction": {"positive_polar": ref, "negative_polar": "non-reference"}.get(tier, "neutral"),
+            "bias_direction": None if tier == "unclassified" else
+            {"positive_polar": ref, "negative_polar": "non-reference"}.get(tier, "neutral"),
         })
-    out.sort(key=lambda x: (TIERS.index(x["tier"]), -x["score"] if x["score"] is not None else math.inf,
+    out.sort(key=lambda x: ((*TIERS, "unclassified").index(x["tier"]), -x["score"] if x["score"] is not None else math.inf,
                             x["artifact"]))
     return out
 
@@ -122,6 +125,9 @@ def test_vectorised_equals_scalar_reference(p):
 @given(payloads())
 def test_rho_in_unit_interval_and_consistent_fields(p):
     for s in classify_payload(p):
+        assert (s["resonance_ratio"] is None) is (s["tier"] == "unclassified") is (s["votes_cast"] == 0)
+        if s["resonance_ratio"] is None:
+            continue
         assert 0.0 <= s["resonance_ratio"] <= 1.0
         assert s["score"] is None or 0.0 <= s["score"] <= 1.0
         assert s["score_balanced"] is None or s["score_balanced"] <= s["score"] + 1e-15
@@ -145,7 +151,7 @@ def test_one_more_approval_never_moves_down(p, data):
     before = {s["artifact"]: s for s in classify_payload(p)}[art["id"]]
     after = {s["artifact"]: s for s in classify_payload(q)}[art["id"]]
     assert set(before["approval_set"]) <= set(after["approval_set"])
-    assert after["resonance_ratio"] >= before["resonance_ratio"]
+    assert before["resonance_ratio"] is None or after["resonance_ratio"] >= before["resonance_ratio"]
     assert before["score"] is None or after["score"] >= before["score"]
     assert LEVEL[after["tier"]] >= LEVEL[before["tier"]]
 
@@ -178,5 +184,8 @@ def test_n2_tau06_tier_is_the_quadrant(p):
     ref = p["reference"]
     other = next(c["name"] for c in p["clusters"] if c["name"] != ref)
     for s in classify_payload(p):
+        if s["votes_cast"] == 0:
+            assert s["tier"] == "unclassified"
+            continue
         assert s["tier"] == QUADRANT[(ref in s["approval_set"], other in s["approval_set"])]
         assert s["resonance_ratio"] == len(s["approval_set"]) / 2

@@ -111,3 +111,27 @@ def test_a_cons_escalation_shows_its_reason_and_the_human_decision(store, monkey
     decided = "\n".join(_cons(run, run["config_json"],
                               {**summary, "cons": {**escalated, "humanDecision": "Adopt it after a review"}}))
     assert "- **Decision**: Adopt it after a review" in decided
+
+
+def test_an_artifact_nobody_could_vote_on_is_reported_unclassified_not_rejected(store):
+    """SPEC §1 through a whole run: every voter's reply is unreadable ("Maybe."), so no vote is
+    cast; the report gives no tier, no risk and no negative-consensus advice."""
+    import json
+
+    from tests.support.report_runs import SAMPLES
+    from workbench.core.runs.config import parse_run_config
+    from workbench.services.runs.runner import Runner
+
+    cfg = json.loads((SAMPLES / "rcp-sim.json").read_text())
+    for cluster in cfg["clusters"]:
+        for agent in cluster["agents"]:
+            agent["params"] = {**agent.get("params", {}), "malformed_rate": 1.0}
+    runner = Runner(store)
+    run_id = runner.create(parse_run_config(cfg))
+    summary = runner.execute(run_id)
+    states = summary["rounds"][-1]["states"]
+    assert states and all(s["tier"] == "unclassified" and s["risk_if_acted_upon"] == "unknown" for s in states)
+    md = to_markdown(store, run_id)
+    assert "Negative consensus**" not in md.split("## What to do with the result", 1)[1]
+    assert "- **Assessment**: not classified: no vote was cast on it." in md
+    assert "- **Unclassified** (" in md and "nothing to act on" in md

@@ -54,7 +54,10 @@ def test_save_a_template_as_a_file_rwb_run_accepts_then_start_watch_cancel_and_r
     slow_sim(monkeypatch, gate=gate, hold_from=4)
     click(qtbot, panel.start_button)
     qtbot.waitUntil(lambda: [r["status"] for r in rows(panel)] == ["ok"] * 3 + ["running"], timeout=WAIT_MS)
-    assert panel.progress_bar.isVisible() and "3/6 calls, 0 failed" in plain(panel.progress_label.text())
+    # The progress line follows the runner's own progress events, which may land a moment after
+    # the timeline's rows: wait for it (the run is held at the fourth call, so it cannot pass 3/6).
+    qtbot.waitUntil(lambda: "3/6 calls, 0 failed" in plain(panel.progress_label.text()), timeout=WAIT_MS)
+    assert panel.progress_bar.isVisible()
     assert "ETA" in plain(panel.progress_label.text())
     with qtbot.waitSignal(window.runs.finished, timeout=WAIT_MS) as stopped:
         click(qtbot, panel.cancel_button)

@@ -253,9 +253,14 @@ def verification_call(store: Store, check_id: int) -> tuple[int | None, str | No
 
 
 def agent_calls(store: Store, run_id: str, agent: str) -> list[dict]:
-    """The agent's calls in a run, in order: key, messages sent and reply (for rebuilding its session)."""
+    """The agent's calls in a run, in the conductor's order: key, messages sent and reply (for
+    rebuilding its session). Rows are stored as calls complete, so the run's summary keeps the
+    order the conductor saw them in; calls it does not list (an older run) follow in row order."""
     rows = _sql.query(store, "SELECT step_key, request_json, reply_text, status, error_kind FROM llm_calls "
                              "WHERE run_id = ? AND agent_id = ? ORDER BY id", (run_id, agent))
+    summary = ((_sql.get(store, "runs", run_id) or {}).get("summary_json") or {}).get("echo", {}).get(agent) or {}
+    rank = {key: i for i, key in enumerate(summary.get("call_order") or ())}
+    rows = sorted(rows, key=lambda r: rank.get(r["step_key"], len(rank)))  # stable: unlisted keep row order
     return [{"key": r["step_key"], "messages": tuple((r["request_json"] or {}).get("messages") or ()),
              "reply": r["reply_text"] if r["status"] == "ok" else None, "error_kind": r["error_kind"],
              "new_session": "/restore/" in r["step_key"] and r["step_key"].endswith("/verify")} for r in rows]

@@ -254,17 +254,7 @@ def variant_states(data: VoteData, settings: Settings, round_no: int | None = No
     ids = dict(zip(data.keys, data.artifact_ids.tolist()))
     for state in states:
         state["artifact_id"] = ids[state["artifact"]]
-        if state["votes_cast"] == 0:
-            _unclassified(state)
     return states
-
-
-def _unclassified(state: dict) -> None:
-    """SPEC §1: no vote cast, no tier."""
-    state.update({"tier": "unclassified", "resonance_ratio": None, "score": None, "score_balanced": None,
-                  "contestation": None, "bias_direction": None, "risk_if_acted_upon": "unknown",
-                  "approval_set": [], "is_persuasive": False, "persuasion_reach": 0, "persuasion_kind": None,
-                  "full_consensus": False, "reference_dissent": False})
 
 
 def save_variant(store: Store, run_id: str, label: str, settings_json: dict,

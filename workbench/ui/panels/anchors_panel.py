@@ -17,8 +17,8 @@ import html
 import threading
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QPushButton, QSplitter,
-                               QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
+                               QSplitter, QTableWidget, QTableWidgetItem, QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from workbench.core.project.changes import Changes
 from workbench.core.project.echo_view import AgentEcho, EchoView
@@ -132,11 +132,16 @@ class AnchorsPanel(Panel):
         self.episode_label.setObjectName("echoEpisode")
         self.log = EventLog(mid)
         self.log.setObjectName("echoEventLog")
+        # The event log and the conductor's checklist share the room under the diagram: a third
+        # column beside the diagram left the checklist ~200 px, too narrow for its items.
+        self.log_tabs = QTabWidget(mid)
+        self.log_tabs.setObjectName("echoLogTabs")
+        self.log_tabs.setDocumentMode(True)
         mv.addWidget(self.episode_label)
         mv.addWidget(self.diagram)
-        mv.addWidget(self.log, 1)
-        # The conductor's checklist.
-        self.checklist = QTreeWidget(split)
+        mv.addWidget(self.log_tabs, 1)
+        self.log_tabs.addTab(self.log, "Event log")
+        self.checklist = QTreeWidget(self.log_tabs)
         self.checklist.setObjectName("echoChecklist")
         self.checklist.setHeaderLabels(["Conductor's checklist", "Status", "At"])
         self.checklist.setRootIsDecorated(False)
@@ -149,12 +154,12 @@ class AnchorsPanel(Panel):
         head.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         head.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         head.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        self.log_tabs.addTab(self.checklist, "Conductor's checklist")
         split.addWidget(left)
         split.addWidget(mid)
-        split.addWidget(self.checklist)
         split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 4)
-        split.setStretchFactor(2, 4)
+        split.setStretchFactor(1, 5)
+        split.setSizes([300, 500])  # the agent's card reads in ~300 px; the rest to the diagram
         self.split = split
         outer.addWidget(split, 1)
         self._layout.addWidget(body, 1)
@@ -235,6 +240,7 @@ class AnchorsPanel(Panel):
             self.diagram.set_state([], None)
             self.log.clear()
             self.checklist.clear()
+            self.log_tabs.setTabText(1, "Conductor's checklist")
             self._narrate()
             self._sync_buttons()
             return
@@ -295,6 +301,8 @@ class AnchorsPanel(Panel):
             item.setToolTip(1, row.detail)
             item.setToolTip(2, row.changed_at or "")
             self.checklist.addTopLevelItem(item)
+        done = sum(row.status == "done" for row in a.checklist)
+        self.log_tabs.setTabText(1, f"Conductor's checklist ({done} of {len(a.checklist)} done)")
         self._narrate()
         self._sync_buttons()
 

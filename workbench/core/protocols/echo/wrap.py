@@ -158,6 +158,10 @@ class _Session:
     footer_states: list[dict[str, Any]] = field(default_factory=list)
     escalated: bool = False
     ledger: list[dict[str, Any]] = field(default_factory=list)  # the calls of the current session
+    # Every call's key, in the conductor's order, across sessions. The project file stores calls in
+    # the order they completed, which concurrency shuffles; the conductor's later actions rebuild
+    # the agent's window from this order, as the run did.
+    call_order: list[str] = field(default_factory=list)
 
 
 def _events(reply: AgentReply | None) -> set[str]:
@@ -281,6 +285,7 @@ class _EchoRun:
         if call.meta.get("new_session"):
             s.ledger = []
         ok = reply is not None and reply.ok
+        s.call_order.append(call.key)
         s.ledger.append({"key": call.key, "messages": call.messages, "reply": reply.text if ok else None,
                          "new_session": bool(call.meta.get("new_session")),
                          "error_kind": None if ok else (_error_kind(reply) if reply else "error")})
@@ -449,7 +454,8 @@ class _EchoRun:
                 footer_states=s.footer_states, ended_at=ended,
                 text=(f"{s.agent} ({s.pattern}): {s.turns} turns, {s.checks} checks, {s.failures} failed, "
                       f"{len(s.restorations)} restorations; {status}"))
-            yield Note("echo.session_end", summary.text, data={**summary.model_dump(), "run_id": self.run_id})
+            yield Note("echo.session_end", summary.text,
+                       data={**summary.model_dump(), "run_id": self.run_id, "call_order": s.call_order})
 
 
 __all__ = ["EchoOptions", "echo_options", "pattern_for", "quoting_for", "strip_echo_trailer", "with_echo"]

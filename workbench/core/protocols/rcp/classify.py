@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
-    "TIERS", "TOL", "CONTESTATION", "RISK", "PERSUASION_KINDS",
+    "TIERS", "TOL", "CONTESTATION", "RISK", "PERSUASION_KINDS", "UNCLASSIFIED", "unclassify",
     "Artifact", "Cluster", "RcpConfig", "RcpInput", "RcpArrays",
     "parse_input", "parse_config", "config_warnings", "achievable_ratios", "reachable_tiers",
     "tier_for", "classify_arrays", "classify", "classify_payload",
@@ -47,6 +47,7 @@ CONTESTATION = {"positive_consensus": "low", "positive_polar": "high",
                 "negative_polar": "high", "negative_consensus": "low"}
 RISK = {"positive_consensus": "low", "positive_polar": "moderate",
         "negative_polar": "moderate", "negative_consensus": "high"}
+UNCLASSIFIED = "unclassified"
 # Codes of RcpArrays.persuasion_kind.
 PERSUASION_KINDS = (None, "accelerator", "mitigator")
 
@@ -248,7 +249,23 @@ def classify(inp: RcpInput) -> list[dict[str, Any]]:
             "sigma": _num(cols["sigma"][k]),
             "guidance": guidance(tier, reference=ref, approving=approval_set, n=n),
         })
-    return out
+        if out[-1]["votes_cast"] == 0:
+            unclassify(out[-1])
+    # SPEC §1 order: the four tiers, then the unclassified (no score, so by artifact id).
+    return ([s for s in out if s["tier"] != UNCLASSIFIED]
+            + sorted((s for s in out if s["tier"] == UNCLASSIFIED), key=lambda s: s["artifact"]))
+
+
+def unclassify(state: dict[str, Any]) -> dict[str, Any]:
+    """SPEC §1 "No votes, no tier": an artifact nobody could vote on is not a verdict. The arrays
+    still hold its arithmetic tier (a ratio of 0 reads as negative consensus); the result does not."""
+    state.update({"tier": UNCLASSIFIED, "resonance_ratio": None, "score": None, "score_balanced": None,
+                  "contestation": None, "bias_direction": None, "risk_if_acted_upon": "unknown",
+                  "approval_set": [], "is_persuasive": False, "persuasion_reach": 0, "persuasion_kind": None,
+                  "full_consensus": False, "reference_dissent": False, "sigma": None,
+                  "guidance": "Not classified: no vote was cast, so there is nothing to act on; "
+                              "check the failed or unreadable votes."})
+    return state
 
 
 def classify_payload(payload: object) -> list[dict[str, Any]]:

@@ -118,10 +118,7 @@ def guidance_lines(states: Sequence[Mapping], reference: str) -> list[str]:
              "What the RCP paper (§8, orchestrator guidance) advises for each tier the final round reached:", ""]
     by_tier: dict[str, dict[str, list[str]]] = {}
     for s in states:
-        if s["tier"] == "unclassified":
-            text = "Not classified: no vote was cast, so there is nothing to act on; check the failed calls."
-        else:
-            text = s.get("guidance") or guidance_for(s, reference)
+        text = s.get("guidance") or guidance_for(s, reference)
         by_tier.setdefault(s["tier"], {}).setdefault(text, []).append(s["artifact"])
     for tier in TIER_LABELS:
         for text, keys in by_tier.get(tier, {}).items():
