@@ -16,12 +16,16 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # litellm fetches its price map from the network at import unless told not to.
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: run test lock
+.PHONY: run test samples lock
 run: $(PKG)
 	$(BIN)/rwb gui --demo
 
 test: $(PKG)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Regenerate the sample projects in sample_runs/ from their committed configs (rwb samples).
+samples: $(PKG)
+	$(BIN)/rwb samples
 
 $(DEPS): $(LOCK)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "Python 3.11 is required (found %d.%d); set PYTHON=/path/to/python3.11" % sys.version_info[:2])'
@@ -32,7 +36,7 @@ $(DEPS): $(LOCK)
 	@$(BIN)/python -m pip check
 	touch $@
 
-$(PKG): $(DEPS) pyproject.toml
+$(PKG): $(DEPS) pyproject.toml setup.py
 	$(BIN)/python -m pip install --no-deps --no-build-isolation -e . > $(VENV)/pip-project.log 2>&1 \
 	  || { cat $(VENV)/pip-project.log; exit 1; }
 	@$(BIN)/rwb --version

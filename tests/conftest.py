@@ -1,7 +1,9 @@
-"""Suite-wide set-up: headless Qt, no network imports, and no worker left running."""
+"""Suite-wide set-up: headless Qt, no network imports, a data folder of its own, and no worker left
+running."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import threading
@@ -23,6 +25,26 @@ def corpus_dir() -> Path:
     if not (CORPUS / "traces").is_dir():
         pytest.skip(f"the ARM corpus is absent: expected it at {CORPUS}")
     return CORPUS
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_data_folder(tmp_path_factory):
+    """Nothing the suite runs writes into the user's data folder (core.paths.app_data_dir: the
+    demo, the GUI's settings), not even a session or module fixture; subprocesses inherit it."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RWB_DATA_DIR", str(tmp_path_factory.getbasetemp() / "rwb-data" / "session"))
+        mp.delenv("RWB_DEMO_PATH", raising=False)
+        yield
+
+
+_data_folders = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def isolated_data_folder(tmp_path_factory, monkeypatch):
+    """Each test its own data folder (made only if something writes there): settings such as the
+    recent files or the zoom never leak from one test into the next."""
+    monkeypatch.setenv("RWB_DATA_DIR", str(tmp_path_factory.getbasetemp() / "rwb-data" / str(next(_data_folders))))
 
 
 @pytest.fixture(autouse=True)

@@ -669,6 +669,7 @@ def main(out: Path) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="rwb-shots-"))
     os.environ["XDG_CONFIG_HOME"] = str(tmp / "config")  # nothing of the user's is read or written
     os.environ["RWB_DEMO_PATH"] = str(tmp / "demo.rwb")
+    os.environ["RWB_DATA_DIR"] = str(tmp / "data")  # settings.ini (layout, recent files) too
     out.mkdir(parents=True, exist_ok=True)
     try:
         project = build_project(tmp)

@@ -58,11 +58,11 @@ def exit_code(summary: dict) -> tuple[int, str]:
     status = summary.get("status")
     if status == "failed":
         return 4, f"run {summary.get('run_id')} failed: {summary.get('error') or 'no result'}"
-    if status in ("degraded", "stopped_at_cap"):
-        return 3, f"run {summary.get('run_id')} ended {status}: {summary.get('error') or ''}".rstrip(": ")
-    if summary.get("missing_replies"):
+    if summary.get("missing_replies"):  # the replay's own reason comes first: it explains the degraded
         return 3, (f"replay {summary.get('run_id')}: {summary['missing_replies']} call(s) had no stored reply "
                    "to answer from; they are recorded as missing, and no model was called")
+    if status in ("degraded", "stopped_at_cap"):
+        return 3, f"run {summary.get('run_id')} ended {status}: {summary.get('error') or ''}".rstrip(": ")
     if status == "interrupted" and summary.get("waiting_for_human"):
         return 1, (f"run {summary.get('run_id')} waits for a person's decision (the CONS conductor): give it in "
                    f"a decisions file, rwb resume {summary.get('run_id')} --decisions FILE, or in the workbench")
@@ -182,18 +182,22 @@ def _finish_batch(store, batch_id: str, ids: list[str], args: argparse.Namespace
     codes: list[int] = []
     for run_id in ids:
         run = run_rows.get_run(store, run_id)
-        if run.status == "completed":
+        if run.status in run_rows.FINISHED:
             codes.append(exit_code(run.summary)[0])
             continue
         print(run_id, flush=True)
         codes.append(_execute(store, lambda runner, rid=run_id: runner.execute(rid), args.quiet, manual))
         if run_rows.get_run(store, run_id).status == "interrupted":
             break  # cancelled, rate-limited or waiting for a person: the rest waits for a resume
-    statuses = [run_rows.get_run(store, i).status for i in ids]
-    done = statuses.count("completed")
-    print(json.dumps({"batch_id": batch_id, "runs": len(ids), "completed": done,
-                      "status": "completed" if done == len(ids) else "interrupted",
-                      "statuses": {s: statuses.count(s) for s in sorted(set(statuses))}}))
+    from workbench.services.runs.batches import batch_counts
+
+    finished = [run_rows.get_run(store, i) for i in ids]
+    statuses = [r.status for r in finished]
+    done = sum(s in run_rows.FINISHED for s in statuses)
+    status = "interrupted" if done < len(ids) else "degraded" if "degraded" in statuses else "completed"
+    print(json.dumps({"batch_id": batch_id, "runs": len(ids), "completed": statuses.count("completed"),
+                      "status": status, "statuses": {s: statuses.count(s) for s in sorted(set(statuses))},
+                      **batch_counts([r.summary for r in finished])}))
     if INTERRUPTED_BY_USER in codes:
         return INTERRUPTED_BY_USER
     code = worst(codes + ([3] if done + statuses.count("failed") < len(ids) else []))

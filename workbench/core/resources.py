@@ -1,10 +1,13 @@
-"""Files shipped in the repository's ``resources/`` folder (template banks, scenario banks)."""
+"""Files shipped in the ``resources/`` folder (template banks, scenario banks): the repository's
+in a checkout, the package's own copy when installed (``core.paths``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-RESOURCES = Path(__file__).resolve().parents[2] / "resources"
+from workbench.core.paths import resources_dir
+
+RESOURCES = resources_dir()
 
 
 def resource_path(name: str) -> Path:

@@ -9,9 +9,10 @@ from pathlib import Path
 from PySide6.QtCore import QSettings, QTimer
 from PySide6.QtWidgets import QApplication
 
+from workbench.core.paths import APPLICATION, ORGANIZATION
 from workbench.services.project_model import ProjectModel
 from workbench.ui import theme
-from workbench.ui.main_window import APP_NAME, MainWindow
+from workbench.ui.main_window import MainWindow
 from workbench.ui.settings import AppSettings
 
 GIL_SWITCH_S = 0.001
@@ -19,9 +20,11 @@ GIL_SWITCH_S = 0.001
 
 def create_application() -> QApplication:
     app = QApplication.instance() or QApplication(sys.argv[:1])
-    app.setOrganizationName(APP_NAME)
-    app.setApplicationName(APP_NAME)
-    # INI files are plain text a user can read, and tests can redirect them to a temp folder.
+    # Qt's data folder (QStandardPaths.AppDataLocation) derives from these two names, and so does
+    # core.paths.app_data_dir(), where the settings and the demo live (tests/packaging checks both agree).
+    app.setOrganizationName(ORGANIZATION)
+    app.setApplicationName(APPLICATION)
+    # INI files are plain text a user can read (AppSettings names its own file in the data folder).
     QSettings.setDefaultFormat(QSettings.Format.IniFormat)
     # Panels read on worker threads. Every call from Qt into Python (a cell painted, a slot)
     # must take the GIL; with Python's default 5 ms switch interval a busy worker makes the

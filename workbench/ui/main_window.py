@@ -20,6 +20,7 @@ from PySide6.QtCore import QEvent, QObject, QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QFont, QGuiApplication, QUndoStack
 from PySide6.QtWidgets import QApplication, QDockWidget, QFrame, QMainWindow, QScrollArea, QTabBar, QToolBar, QWidget
 
+from workbench.core.paths import APPLICATION
 from workbench.core.project.changes import Changes
 from workbench.core.project.store import Store
 from workbench.services.project_model import ProjectModel
@@ -35,7 +36,7 @@ from workbench.ui.widgets.notices import NoticeArea
 from workbench.ui.widgets.status import ElidedLabel, JobStatus
 from workbench.ui.window_menus import WindowMenus
 
-APP_NAME = "Resonance Workbench"
+APP_NAME = APPLICATION  # the window's title is the name the data folder uses
 LAYOUT_VERSION = 1  # bump when the set of docks changes, so an old saved layout is ignored
 PREFERRED_SIZE = QSize(1400, 880)
 FRAME_ALLOWANCE = QSize(16, 40)  # a window manager's border and title bar, not known before showing
@@ -598,6 +599,8 @@ class MainWindow(QMainWindow):
         error = summary.get("error") or ""
         if status == "completed":
             self.notices.add("info", f"Run {run_id} completed: {counts}.")
+        elif status == "degraded":
+            self.notices.add("warning", f"Run {run_id} finished degraded: its results are marked so. {error}")
         elif status == "interrupted":
             self.notices.add("warning", f"Run {run_id} was interrupted ({error or 'stopped'}): {counts}. "
                                         "Select it in Live Run and Resume to finish it.")

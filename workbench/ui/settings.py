@@ -1,5 +1,6 @@
 """What the workbench remembers between sessions (QSettings): recent files, the layout, the theme
-and the zoom."""
+and the zoom. They are kept in ``settings.ini`` in the application's data folder
+(``core.paths.settings_file()``), beside the demo project."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings
 
+from workbench.core.paths import settings_file
+
 MAX_RECENT = 10
 
 
 class AppSettings:
     def __init__(self, settings: QSettings | None = None):
-        self._s = settings or QSettings()
+        self._s = settings or QSettings(str(settings_file()), QSettings.Format.IniFormat)
 
     def recent_files(self) -> list[Path]:
         value = self._s.value("recentFiles", [])

@@ -15,13 +15,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from PySide6.QtCore import QCoreApplication, QEvent, QRectF, QSize
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QIcon, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QWidget
 
-RESOURCES = Path(__file__).resolve().parents[2] / "resources"
+from workbench.core.paths import resources_dir
+
+RESOURCES = resources_dir()
 FONT_DIR = RESOURCES / "fonts"
 FONT_FILES = ("DejaVuSans.ttf", "DejaVuSans-Bold.ttf", "WorkbenchSymbols.ttf")
 ICON_FILE = RESOURCES / "icons" / "workbench.svg"

@@ -1,7 +1,7 @@
 """The bundled demo project, built from ``sample_runs/demo_project.json``.
 
 ``make run`` opens it. It is rebuilt whenever the spec is newer than the built file, so the
-demo always matches the repository; edit a copy (File > Save As) to keep changes.
+demo always matches the shipped spec; edit a copy (File > Save As) to keep changes.
 
 The demo is built under a temporary name beside its destination and moved into place once
 complete, so an interrupted build never leaves half a demo under the real name. An existing
@@ -16,19 +16,24 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from workbench.core import paths
 from workbench.core.runs.providers import ClusterConfig, ProviderConfig
 from workbench.core.project.files import ProjectError, check_destination, publish, read_header, temporary_beside
 from workbench.core.project.schema import APPLICATION_ID
 from workbench.core.project.store import Store, utc_now
 from workbench.core.project import _sql
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-DEMO_SPEC = REPO_ROOT / "sample_runs" / "demo_project.json"
+# Kept for services/runs/demo_runs.py until it asks core.paths.samples_dir(): the repository's
+# root in a checkout, but not a place to look for shipped files in an installed package.
+REPO_ROOT = paths.REPO_ROOT
+DEMO_SPEC = paths.samples_dir() / "demo_project.json"
 
 
 def demo_path() -> Path:
-    """Where the built demo lives: ``$RWB_DEMO_PATH``, else ``.demo/demo.rwb`` in the repo."""
-    return Path(os.environ.get("RWB_DEMO_PATH") or REPO_ROOT / ".demo" / "demo.rwb")
+    """Where the built demo lives: ``$RWB_DEMO_PATH``, else ``demo.rwb`` in the application's
+    data folder (``core.paths.app_data_dir()``, where the GUI looks too)."""
+    override = os.environ.get("RWB_DEMO_PATH")
+    return Path(override).expanduser() if override else paths.app_data_dir() / "demo.rwb"
 
 
 # What fills the demo with runs once its panel is in (the services' sample runs); core cannot run.

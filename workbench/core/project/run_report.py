@@ -85,15 +85,28 @@ def _header(store: Store, run: dict, cfg: dict, summary: dict) -> list[str]:
     if run["dispatch"]:
         lines.append(f"- **Dispatch**: {run['dispatch']}" + (" (one call at a time)" if run["dispatch"] == "sequential"
                                                               else " (calls in parallel, within the rate limits)"))
-    if summary.get("missing_share"):
-        lines.append(f"- **Votes missing**: {md.pct(summary['missing_share'])} of those expected")
-    if run["error"]:
+    if summary.get("votes_expected"):
+        lines.append(f"- **Votes**: {_votes(summary)}")
+    if status == "degraded":
+        lines += ["", f"> **Degraded run.** {md.text(run['error'] or 'Too many votes are missing.')} Every result "
+                      "below comes from this run: read it as incomplete."]
+    elif run["error"]:
         lines += ["", f"> **Why it stopped**: {md.text(run['error'])}"]
     lines.append("")
     agents = _agents(cfg)
     if agents:
         lines += ["## The panel", "", *md.table(["Agent", "Group", "Provider", "Persona"], agents), ""]
     return lines
+
+
+def _votes(summary: dict) -> str:
+    """SPEC §1: expected, cast, abstained, unreadable and failed; the share missing when any is."""
+    parts = [f"{summary['votes_expected']} expected", f"{summary.get('votes_cast', 0)} cast"]
+    parts += [f"{summary[k]} {word}" for k, word in (("votes_abstained", "abstained"),
+                                                     ("votes_invalid", "unreadable"),
+                                                     ("votes_failed", "lost to failed calls")) if summary.get(k)]
+    missing = summary.get("missing_share") or 0
+    return ", ".join(parts) + (f" ({md.pct(missing)} missing)" if missing else "")
 
 
 def _models(calls: list[dict], cfg: dict) -> str:

@@ -12,10 +12,13 @@ from typing import Any
 
 from workbench.core.project import _sql
 from workbench.core.project.changes import Changes
+from workbench.core.project.schema import RUN_STATUSES
 from workbench.core.project.store import Store, utc_now
 
-# The statuses a run can have (the schema's CHECK constraint holds the same list).
-STATUSES = ("running", "interrupted", "completed", "failed")
+# The statuses a run can have (the schema's CHECK constraint holds the same list), and those of a
+# run that is over with results that stand (nothing to resume; a degraded run's are marked so).
+STATUSES = RUN_STATUSES
+FINISHED = ("completed", "degraded")
 
 
 @dataclass(frozen=True)
@@ -81,9 +84,9 @@ class RunListRow:
 
 _RUN_LIST = """
 SELECT id, protocol, label, status, simulated, started_at, error,
-       CASE WHEN status IN ('completed', 'failed') THEN json_extract(summary_json, '$.calls') END,
-       CASE WHEN status IN ('completed', 'failed') THEN json_extract(summary_json, '$.failed_calls') END,
-       CASE WHEN status IN ('completed', 'failed') THEN json_extract(summary_json, '$.invalid_calls') END
+       CASE WHEN status IN ('completed', 'degraded', 'failed') THEN json_extract(summary_json, '$.calls') END,
+       CASE WHEN status IN ('completed', 'degraded', 'failed') THEN json_extract(summary_json, '$.failed_calls') END,
+       CASE WHEN status IN ('completed', 'degraded', 'failed') THEN json_extract(summary_json, '$.invalid_calls') END
 FROM runs ORDER BY started_at DESC, id DESC LIMIT ?
 """
 

@@ -470,8 +470,16 @@ INSERT INTO change_counters (tbl) VALUES ('audit_notes'), ('classification_varia
     watch_triggers("classification_variants"),
 ])
 
+# Step 5: SPEC §1/§6 run outcomes beyond completed and failed: 'degraded' (too many votes missing
+# to trust every result) and 'stopped_at_cap' (a budget cap reached). SQLite cannot alter a CHECK
+# constraint, and rebuilding `runs` would cascade-delete every row that references it, so
+# AFTER_STEP[5] widens the constraint's text in the schema (SQLite's documented writable_schema
+# procedure for loosening a constraint every existing row already satisfies).
+_V5 = "-- runs.status gains 'degraded' and 'stopped_at_cap' (AFTER_STEP[5])"
+RUN_STATUSES = ("running", "interrupted", "completed", "degraded", "stopped_at_cap", "failed")
+
 # MIGRATIONS[n] takes a file from schema version n - 1 to n.
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
@@ -481,5 +489,23 @@ def _fill_finding_scores(conn) -> None:
     refresh_all(conn)
 
 
+_OLD_RUN_CHECK = "CHECK (status IN ('running', 'interrupted', 'completed', 'failed'))"
+
+
+def _widen_run_statuses(conn) -> None:
+    (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'runs'").fetchone()
+    if _OLD_RUN_CHECK not in sql:
+        raise RuntimeError("the runs table's status constraint is not the one schema v1 made")
+    new_check = "CHECK (status IN (" + ", ".join(f"'{s}'" for s in RUN_STATUSES) + "))"
+    (version,) = conn.execute("PRAGMA schema_version").fetchone()
+    conn.execute("PRAGMA writable_schema = ON")
+    try:
+        conn.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = 'runs'",
+                     (sql.replace(_OLD_RUN_CHECK, new_check),))
+        conn.execute(f"PRAGMA schema_version = {int(version) + 1}")  # every connection re-reads the schema
+    finally:
+        conn.execute("PRAGMA writable_schema = OFF")
+
+
 # Python that completes a step inside the step's own transaction (data the SQL cannot compute).
-AFTER_STEP = {3: _fill_finding_scores}
+AFTER_STEP = {3: _fill_finding_scores, 5: _widen_run_statuses}

@@ -102,6 +102,9 @@ class RunConfigBase(BaseModel):
     clusters: list[ClusterSpec] = Field(min_length=1, max_length=MAX_CLUSTERS)
     reference: str | None = Field(None, max_length=MAX_NAME_CHARS)  # RCP's reference cluster, kept with any panel
     label: str = Field("", max_length=MAX_NAME_CHARS)
+    # SPEC §1: a run whose missing votes (invalid or failed, not abstentions) exceed this share of
+    # those expected ends `degraded`, not `completed`.
+    max_missing_share: float = Field(0.2, ge=0.0, le=1.0)
     cache: bool = False  # reuse identical replies (off for sampling studies; the sample index is in the key)
     echo: EchoOptions | None = None  # Resonance Echo around every agent (see echo.wrap)
     notes: str = Field("", max_length=MAX_NOTES_CHARS)  # free text: what the run is for, never sent to a model

@@ -42,6 +42,18 @@ def complete_batch(store: Store, batch_id: str, runner) -> list[str]:
     return [r.id for r in run_rows.batch_runs(store, batch_id)]
 
 
+# A batch's summary adds up its runs' counts (SPEC §6), and its share missing is over them all.
+BATCH_COUNTS = ("calls", "failed_calls", "invalid_calls", "votes_expected", "votes_cast", "votes_abstained",
+                "votes_invalid", "votes_failed")
+
+
+def batch_counts(summaries: list[dict]) -> dict:
+    counts = {k: sum(s.get(k, 0) or 0 for s in summaries) for k in BATCH_COUNTS}
+    missing = counts["votes_invalid"] + counts["votes_failed"]
+    counts["missing_share"] = round(missing / counts["votes_expected"], 6) if counts["votes_expected"] else 0.0
+    return counts
+
+
 def run_batch(store: Store, run_ids: list[str], execute: Callable[[str], dict],
               on_run: Callable[[str], None] = lambda _id: None) -> list[dict]:
     """Run each not-completed run in order; stop at a run left interrupted (cancelled,
@@ -49,7 +61,7 @@ def run_batch(store: Store, run_ids: list[str], execute: Callable[[str], dict],
     summaries = []
     for run_id in run_ids:
         run = run_rows.get_run(store, run_id)
-        if run.status == "completed":
+        if run.status in run_rows.FINISHED:
             summaries.append(run.summary)
             continue
         on_run(run_id)

@@ -24,6 +24,7 @@ from workbench.core.runs.config import RunConfig, parse_run_config, protocol_gen
 from workbench.core.project import calls, runs
 from workbench.core.project.run_records import CallRecord, clipped, finish_run, prepare_run, record_call
 from workbench.core.project.store import Store
+from workbench.core.project.validity import degraded_reason, run_validity
 from workbench.services.runs.agents import AgentRouter, ManualAgents, needs_human
 from workbench.services.runs.owners import owner, owner_alive
 from workbench.services.runs.preflight import preflight
@@ -139,7 +140,7 @@ class Runner:
         run = runs.get_run(store, run_id)
         if run is None:
             raise WorkbenchError(f"There is no run {run_id!r} in this project.")
-        if run.status == "completed":
+        if run.status in runs.FINISHED:  # degraded is finished too: its results stand, marked
             return run.summary
         if run.status == "running" and owner_alive(run.owner) and run.owner != owner():
             raise WorkbenchError(f"Run {run_id} is running in another process ({run.owner}).")
@@ -175,6 +176,10 @@ class Runner:
         counts = self._counts(run_id)
         if status == "completed" and counts["calls"] and counts["failed_calls"] == counts["calls"]:
             status, error = "failed", f"every call failed ({calls.commonest_error(store, run_id)})"
+        validity = run_validity(store, run_id, cfg.protocol)
+        counts.update(validity.summary())
+        if status == "completed" and validity.missing_share > cfg.max_missing_share + 1e-12:
+            status, error = "degraded", degraded_reason(validity, cfg)
         summary = {**summary, **counts, "run_id": run_id, "status": status, "error": error,
                    "duration_s": round(duration, 3), "resumed_calls": self._resumed}
         if self._replay_from is not None:

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from workbench.services.runs.runner import CallEvent, RunProgress
 
 # How a batch ends: the run status that wins over its runs' (SPEC §6's order, 4 before 3 before 1).
-_WORST = ("failed", "interrupted", "completed")
+_WORST = ("failed", "interrupted", "stopped_at_cap", "degraded", "completed")
 
 
 class RunService(QObject):
@@ -251,7 +251,7 @@ class RunService(QObject):
         return True
 
     def _run_batch(self, store: Store, runner, batch_id: str, ids: list[str]) -> dict:  # the run's thread
-        from workbench.services.runs.batches import run_batch
+        from workbench.services.runs.batches import batch_counts, run_batch
 
         self._emit(self._batch_created, batch_id)
         summaries = run_batch(store, ids, runner.execute, on_run=lambda run_id: self._emit(self._created, run_id))
@@ -262,7 +262,7 @@ class RunService(QObject):
         last = next((s for s in reversed(summaries) if s.get("status") != "completed"), summaries[-1] if summaries else {})
         return {"run_id": batch_id, "batch_id": batch_id, "status": status, "error": last.get("error"),
                 "runs": summaries, "planned_runs": len(ids),
-                **{k: sum(s.get(k, 0) or 0 for s in summaries) for k in ("calls", "failed_calls", "invalid_calls")}}
+                **batch_counts(summaries)}
 
     def _report_call(self, event: CallEvent) -> None:  # the run's thread, or a call's
         with self._lock:

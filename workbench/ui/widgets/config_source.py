@@ -15,9 +15,10 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QMenu
 
+from workbench.core.paths import samples_dir
 from workbench.services.reads import Reader
 
-SAMPLES = Path(__file__).resolve().parents[3] / "sample_runs"
+SAMPLES = samples_dir()
 PROTOCOLS = (("rcp", "RCP"), ("arm", "ARM"), ("findings", "Consensus Server findings"), ("cons", "CONS"))
 
 

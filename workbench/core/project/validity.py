@@ -1,0 +1,110 @@
+"""A run's validity (SPEC §1): how many of the votes it expected were cast, abstained, unreadable
+or lost to a failed call, and the commonest reasons. "Votes" are the protocol's unit: RCP votes,
+findings votes, CONS ballots and ARM traces.
+
+A call retried on resume counts once, at its latest attempt. Missing means invalid or failed; a
+valid abstention is not missing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from workbench.core.project import _sql
+from workbench.core.project.store import Store
+
+# Per protocol: the purpose of the calls that carry its votes, and the table holding what was read.
+_UNITS = {"findings": ("finding_vote", "finding_votes"), "cons": ("ballot", "cons_ballots"), "arm": ("trace", "traces")}
+UNIT_NAMES = {"rcp": "votes", "findings": "findings votes", "cons": "ballots", "arm": "traces"}
+
+
+@dataclass(frozen=True)
+class Validity:
+    expected: int = 0
+    cast: int = 0
+    abstained: int = 0
+    invalid: int = 0
+    failed: int = 0
+    reasons: tuple[tuple[str, int], ...] = field(default_factory=tuple)  # commonest first
+
+    @property
+    def missing(self) -> int:
+        return self.invalid + self.failed
+
+    @property
+    def missing_share(self) -> float:
+        return self.missing / self.expected if self.expected else 0.0
+
+    def summary(self) -> dict:
+        """The run summary's fields (SPEC §6)."""
+        return {"votes_expected": self.expected, "votes_cast": self.cast, "votes_abstained": self.abstained,
+                "votes_invalid": self.invalid, "votes_failed": self.failed,
+                "missing_share": round(self.missing_share, 6),
+                "missing_reasons": [{"reason": r, "count": n} for r, n in self.reasons]}
+
+    def reasons_text(self, top: int = 3) -> str:
+        return "; ".join(f"{r} ({n})" for r, n in self.reasons[:top])
+
+
+def degraded_reason(validity: Validity, cfg) -> str:
+    """The one line a degraded run gives (stderr of ``rwb run``, the run list, the report)."""
+    unit = UNIT_NAMES.get(cfg.protocol, "votes")
+    return (f"{validity.missing_share:.0%} of the expected {unit} are missing ({validity.missing} of "
+            f"{validity.expected}; more than the {cfg.max_missing_share:.0%} allowed): {validity.reasons_text()}")
+
+
+def run_validity(store: Store, run_id: str, protocol: str) -> Validity:
+    if protocol == "rcp":
+        rows = _sql.query(store, "SELECT v.status, v.value, c.status AS call_status, c.error_kind FROM votes v "
+                                 "LEFT JOIN llm_calls c ON c.id = v.call_id WHERE v.run_id = ?", (run_id,))
+        units = [_rcp_unit(r) for r in rows]
+    elif protocol in _UNITS:
+        purpose, table = _UNITS[protocol]
+        rows = _sql.query(store, _LATEST_CALLS.format(table=table, read=_READ[table]), (run_id, purpose))
+        units = [_unit(r) for r in rows]
+    else:
+        return Validity()
+    count = Counter(kind for kind, _ in units)
+    reasons = Counter(reason for kind, reason in units if kind in ("invalid", "failed"))
+    return Validity(expected=len(units), cast=count["cast"], abstained=count["abstained"], invalid=count["invalid"],
+                    failed=count["failed"], reasons=tuple(reasons.most_common()))
+
+
+# The latest attempt of each call of the purpose, with what its reply became (NULL: no row).
+_LATEST_CALLS = """
+SELECT c.status AS call_status, c.error_kind, r.row_status, r.abstained
+FROM llm_calls c
+JOIN (SELECT max(id) AS id FROM llm_calls WHERE run_id = ? AND purpose = ? GROUP BY step_key) latest ON latest.id = c.id
+LEFT JOIN (SELECT call_id, {read} FROM {table} WHERE call_id IS NOT NULL) r ON r.call_id = c.id
+"""
+_READ = {"finding_votes": "status AS row_status, 0 AS abstained",
+         "cons_ballots": "status AS row_status, vote = 'abstain' AS abstained",
+         "traces": "CASE WHEN ok THEN 'valid' ELSE 'invalid' END AS row_status, 0 AS abstained"}
+
+
+def _failed(row: dict) -> tuple[str, str]:
+    return "failed", f"call failed ({row['error_kind'] or row['call_status']})"
+
+
+# A call that reached no readable reply at all; 'invalid' is a reply that came back unreadable.
+_FAILED_CALLS = ("error", "rate_limited", "cancelled")
+
+
+def _rcp_unit(row: dict) -> tuple[str, str]:
+    if row["call_status"] in _FAILED_CALLS:
+        return _failed(row)
+    if row["status"] == "valid" and row["value"] is not None:
+        return "cast", ""
+    return "invalid", "unreadable reply"
+
+
+def _unit(row: dict) -> tuple[str, str]:
+    if row["call_status"] in _FAILED_CALLS:
+        return _failed(row)
+    if row["row_status"] == "valid":
+        return ("abstained" if row["abstained"] else "cast"), ""
+    return "invalid", "unreadable reply"
+
+
+__all__ = ["UNIT_NAMES", "Validity", "degraded_reason", "run_validity"]
