@@ -128,7 +128,15 @@ def build_project(tmp: Path) -> Project:
                 if summary.get("status") not in ("completed", "degraded"):
                     raise Failure(f"the sample run {name} ended {summary.get('status')}: {summary.get('error')}")
             project.runs[name] = ids[0]
-        traces = sorted(ARM_TRACES.glob("*.json")) if ARM_TRACES.is_dir() else []
+        from workbench.services.samples.build import populate_demo
+
+        populate_demo(store)  # every sample project's runs, as `make run`'s demo holds them
+        from workbench.core.project import _sql
+
+        imported = _sql.query(store, "SELECT id FROM runs WHERE source = 'import' LIMIT 1")
+        if imported:
+            project.imported_run, project.imported_file = imported[0]["id"], PREFERRED_TRACE
+        traces = sorted(ARM_TRACES.glob("*.json")) if ARM_TRACES.is_dir() and not imported else []
         traces.sort(key=lambda p: p.name != PREFERRED_TRACE)
         for path in traces[:3]:  # the preferred one, or the next that imports
             from workbench.core.errors import InputError

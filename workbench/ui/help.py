@@ -19,9 +19,10 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMenu, QMenuBar, QPushButton
                                QTreeWidgetItem, QVBoxLayout, QWidget)
 
 import workbench
+from workbench.core.paths import docs_dir
 
 DISTRIBUTION = "resonance-workbench"
-DOCS = Path(workbench.__file__).resolve().parents[1] / "docs"
+DOCS = docs_dir()  # the protocol notes ship inside the package too (core/paths.py)
 PROTOCOL_NOTES = DOCS / "protocols.md"
 
 

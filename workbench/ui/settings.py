@@ -56,3 +56,13 @@ class AppSettings:
 
     def set_zoom(self, factor: float) -> None:
         self._s.setValue("view/zoom", float(factor))
+
+    def tour_step(self) -> str:
+        """The key of the step a guided tour was left at ("" when none)."""
+        return str(self._s.value("tour/step", "") or "")
+
+    def set_tour_step(self, key: str | None) -> None:
+        if key:
+            self._s.setValue("tour/step", key)
+        else:
+            self._s.remove("tour/step")

@@ -96,6 +96,16 @@ class WindowMenus:
         self.shortcuts = self._add(help_menu, "&Keyboard Shortcuts", keys("Ctrl+/"), w.show_shortcuts,
                                    "Every keyboard shortcut of the workbench")
         help_menu.addSeparator()
+        # The guided tour: resumes where it was left ("Resume Tour (step k of n)"), or starts over.
+        self.tour = self._add(help_menu, "&Tour", keys("Shift+F1"), self.show_tour,
+                              "A guided walk through the panels and how to read them")
+        self.tour.setObjectName("tourAction")
+        self.tour_over = self._add(help_menu, "Start Tour &Over", [], lambda: self.show_tour(restart=True),
+                                   "Start the guided tour again from its first step")
+        self.tour_over.setObjectName("tourOverAction")
+        self.tour_controller = None  # made when first asked for
+        help_menu.aboutToShow.connect(self.sync_tour)
+        help_menu.addSeparator()
         self.about = self._add(help_menu, "&About Resonance Workbench", [], w.show_about,
                                "Versions, and the open project's path")
 
@@ -106,6 +116,7 @@ class WindowMenus:
         w._fill_recent_menu = self.fill_recent
         self.sync_theme(w.theme_name)
         self.sync_zoom(w.zoom)
+        self.sync_tour()
         self.update_actions()
 
     def _add(self, menu: QMenu, text: str, shortcuts: list[QKeySequence], slot: Callable, tip: str) -> QAction:
@@ -141,6 +152,30 @@ class WindowMenus:
         self.zoom_in.setEnabled(zoom < theme.ZOOM_MAX)
         self.zoom_out.setEnabled(zoom > theme.ZOOM_MIN)
 
+    def show_tour(self, restart: bool = False):
+        """Help ▸ Tour: at the step it was left at, or from the start."""
+        from workbench.ui.tour import TourController
+
+        if self.tour_controller is None:
+            self.tour_controller = TourController(self.window)
+            self.tour_controller.changed.connect(self.sync_tour)
+        if restart:
+            self.tour_controller.start(0)
+        else:
+            self.tour_controller.resume()
+        return self.tour_controller
+
+    def sync_tour(self) -> None:
+        from workbench.ui.tour import TourMemory
+        from workbench.ui.tour_steps import STEPS
+
+        at = TourMemory(self.window.settings).resume_index()
+        if at is None:
+            self.tour.setText("&Tour")
+        else:
+            self.tour.setText(f"Resume &Tour (step {at + 1} of {len(STEPS)})")
+        self.tour_over.setVisible(at is not None)
+
     def fill_recent(self) -> None:
         menu = self.recent_menu
         menu.clear()
@@ -156,9 +191,13 @@ class WindowMenus:
         """Every shortcut: the menus' actions, then those the panels define."""
         from workbench.ui.help import shortcut_rows
 
+        from workbench.ui.tour_steps import TOUR_KEYS
+
         others = [(panel.TITLE, action) for panel in self.window.panels.values()
                   for action in panel.findChildren(QAction) if action.shortcuts()]
-        return shortcut_rows(self.window.menuBar(), others)
+        tour = [("Help ▸ Tour", what, QKeySequence(key).toString(QKeySequence.SequenceFormat.NativeText))
+                for what, key in TOUR_KEYS]
+        return shortcut_rows(self.window.menuBar(), others) + tour
 
     def all_actions(self) -> list[QAction]:
         """The actions of the menus (not the submenus' own entries), in menu order."""
