@@ -274,10 +274,12 @@ def check_all(committed: Path, *, folder: Path | None = None, corpus: Path | Non
 
 # ----- the demo ----------------------------------------------------------------------------------
 def populate_demo(store: Store, *, folder: Path | None = None, corpus: Path | None = None) -> None:
-    """Every sample into the demo, in the manifest's order; a corpus sample only when the corpus
+    """Every sample into the demo; a corpus sample only when the corpus
     is there. Run ids keep the sample's name, so they do not clash with each other."""
     corpus = corpus if corpus is not None else default_corpus(folder)
-    for sample in load_manifest(folder):
+    # Built last-listed first: panels open on the newest run of their protocol, so the manifest's
+    # first samples (the four RCP tiers, the ARM study) are the ones a first launch shows.
+    for sample in reversed(load_manifest(folder)):
         if not corpus_for(sample, corpus):
             populate_sample(store, sample, folder=folder, corpus=corpus)
 
