@@ -152,6 +152,8 @@ def test_an_artifact_nobody_voted_on_is_unclassified_with_why(store):
     states = quadrant.variant_states(vd, vd.settings)
     assert {s["tier"] for s in states} == {"unclassified"}
     assert all(s["risk_if_acted_upon"] == "unknown" and s["score"] is None for s in states)
+    # The run itself ended degraded, and the quadrant says so above its results.
+    assert vd.status == "degraded" and vd.warnings[0].startswith("degraded run: 100% of the expected votes are missing")
 
 
 def test_load_run_refuses_other_protocols_and_lists_rcp_runs(store):

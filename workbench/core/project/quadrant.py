@@ -195,6 +195,8 @@ def load_run(store: Store, run_id: str) -> VoteData | None:
     if unknown:
         warnings.append(f"authors outside the run's panel ({', '.join(unknown[:5])}): their artifacts "
                         "are treated as coming from outside the panel")
+    if run["status"] == "degraded":  # SPEC §1: a degraded run's results are shown, marked as such
+        warnings.insert(0, f"degraded run: {run['error'] or 'too many votes are missing'}")
     return VoteData(
         run_id=run_id, label=run["label"], status=run["status"], simulated=bool(run["simulated"]),
         clusters=tuple(names), agents=tuple(agents), cluster_of=cluster_of, settings=settings,
