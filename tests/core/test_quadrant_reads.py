@@ -51,7 +51,8 @@ def run_config(store: Store, data: dict, **create) -> str:
     runner = Runner(store)
     run_id = runner.create(parse_run_config(data), **create)
     summary = runner.execute(run_id)
-    assert summary["status"] == "completed", summary
+    # A run built to have unreadable votes ends degraded (SPEC §1); its results stand all the same.
+    assert summary["status"] in ("completed", "degraded"), summary
     return run_id
 
 

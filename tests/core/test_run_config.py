@@ -39,7 +39,10 @@ from workbench.core.runs.config import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-SAMPLES = sorted(p for p in (REPO / "sample_runs").glob("*.json") if p.name != "demo_project.json")
+# Every run configuration shipped: not the demo's panel, the samples' manifest, or the files of the
+# human steps a sample takes (a conductor's decisions, a reviewer's findings review, audit notes).
+NOT_CONFIGS = ("demo_project.json", "samples.json", ".decisions.json", ".review.json", ".notes.json")
+SAMPLES = sorted(p for p in (REPO / "sample_runs").glob("*.json") if not p.name.endswith(NOT_CONFIGS))
 PROTOCOLS = REPO / "workbench" / "core" / "protocols"
 
 

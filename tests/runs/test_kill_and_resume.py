@@ -11,6 +11,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -32,6 +33,20 @@ def scripted(request) -> str:
         agrees = ("closed" in user) == ("Advocate" in persona)
         return '{"vote": "YES"}' if agrees or "one" in persona else '{"vote": "NO"}'
     return "?"
+
+
+def hold_after(n: int):
+    """A server rule: answer the first ``n`` chat requests as usual, hang on the rest (until the
+    server stops): the killed run cannot get past them."""
+    lock, seen = threading.Lock(), [0]
+
+    def rule(request):
+        with lock:
+            seen[0] += 1
+            late = seen[0] > n
+        return Reply(text=scripted, latency_s=300) if late else None
+
+    return rule
 
 
 def write_config(path: Path, base_url: str) -> None:
@@ -115,12 +130,17 @@ def test_kill_at_random_moments_then_resume_equals_an_uninterrupted_run(tmp_path
                                     text=True, env={**os.environ, "KILL_TEST_KEY": "k"})
             run_id = proc.stdout.readline().strip()
             # Kill once a random number of calls is on disk (the run itself starts after litellm's
-            # import): every trial lands somewhere else in the middle of the run.
-            wait_for_calls(project, run_id, rng.randint(1, 34), proc)
+            # import): every trial lands somewhere else in the middle of the run. The server holds
+            # every request after the first `held` ones, so however slow this machine is, the run
+            # cannot finish before the kill (it used to, under load, and the trial proved nothing).
+            held = rng.randint(2, 35)
+            server.rule = hold_after(held)
+            wait_for_calls(project, run_id, rng.randint(1, held - 1), proc)
             time.sleep(rng.uniform(0.0, 0.03))
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)
             proc.stdout.close()
+            server.rule = None
             assert integrity(project) == "ok", f"trial {trial}: the killed file is damaged"
             before = outcome(project, run_id)
             mid_run += 0 < len(before["calls"]) < 36

@@ -208,6 +208,8 @@ def test_unclassified_artifacts_are_listed_with_why_and_never_drawn(qtbot, windo
     assert panel.tabs.tabText(1) == "Unclassified (1)"
     # a1's votes are the only ones, so one of the two rates is null on every other artifact: hollow, on the edge
     assert np.isnan(plot.points.y).all() or np.isnan(plot.points.x).any()
+    # The run ended degraded: the panel says so above the chart, with the share missing.
+    assert "degraded run:" in panel.info.text() and "of the expected votes are missing" in panel.info.text()
 
 
 def test_more_than_two_clusters_get_the_resonance_ratio_chart(qtbot, window, tmp_path, open_project):
