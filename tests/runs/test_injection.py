@@ -127,12 +127,15 @@ def quote(user: str) -> str:
 
 
 def stored_fences(store, run_id: str) -> dict[str, dict]:
-    return {r["step_key"]: r["request_json"].get("fence") for r in _sql.rows(store, "llm_calls", "run_id = ?", (run_id,))}
+    # A reply superseded by a re-ask (purpose "<purpose>/superseded") is the same call, with the same fence.
+    return {r["step_key"]: r["request_json"].get("fence") for r in _sql.rows(store, "llm_calls", "run_id = ?", (run_id,))
+            if not r["purpose"].endswith("/superseded")}
 
 
 def provider(server) -> dict:
     return {"local": {"model": "openai/fake-model", "api_base": server.base_url, "api_key_env": "INJ_KEY",
-                      "max_concurrency": 4, "timeout_s": 10, "max_retries": 0}}
+                      "max_concurrency": 4, "timeout_s": 10, "max_retries": 0,
+                      "reask": 0}}  # these scripted models answer one request per call: no re-ask
 
 
 @pytest.fixture

@@ -128,7 +128,8 @@ def test_an_arm_reply_cut_off_at_the_token_limit_is_recorded_as_truncated(tmp_pa
                              else None)
     cfg = parse_run_config({
         "protocol": "arm", "query": "Should the agent refuse?", "seed": 1, "dispatch": "sequential",
-        "providers": {"local": {"model": "openai/fake-model", "api_base": server.base_url, "api_key_env": "LOOP_KEY"}},
+        "providers": {"local": {"model": "openai/fake-model", "api_base": server.base_url, "api_key_env": "LOOP_KEY",
+                                "reask": 0}},  # no re-ask: the cut-off reply is the one recorded
         "clusters": [{"name": "arm", "agents": [{"id": r, "provider": "local", "role": r}
                                                  for r in ("alpha", "beta", "gamma", "silent")]}]})
     store = Store.create(tmp_path / "p.rwb")
@@ -201,6 +202,8 @@ def test_cons_run_through_litellm_with_an_invalid_ballot_kept(tmp_path, server, 
         assert summary["status"] == "completed" and summary["cons"]["verdict"] == "PROVEN"
         invalid = _sql.rows(store, "cons_ballots", "status = 'invalid'")
         assert len(invalid) == 1 and invalid[0]["raw"] == "I accept the single file."
-        assert _sql.count(store, "llm_calls", "run_id = ? AND status = 'invalid'", (run_id,)) == 1
+        assert _sql.count(store, "llm_calls", "run_id = ? AND status = 'invalid' AND purpose = 'ballot'", (run_id,)) == 1
+        # It was asked again once (the same prose came back): the first reply is kept as its own row.
+        assert _sql.count(store, "llm_calls", "run_id = ? AND purpose = 'ballot/superseded'", (run_id,)) == 1
     finally:
         store.close_connection()

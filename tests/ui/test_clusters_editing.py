@@ -384,7 +384,11 @@ def test_provider_dialog_tests_a_local_server(qtbot, window):
             qtbot.mouseClick(dialog.test_button, LEFT)
         assert tested.args[0] is True
         assert dialog.test_result.text().startswith("✔ OK: replied in ") and "ms" in dialog.test_result.text()
-        assert len(server.requests) == 1 and server.requests[0].body["max_tokens"] <= 8
+        # One short call, then one tiny schema call per structured-output form (an api_base server).
+        assert len(server.requests) == 3 and server.requests[0].body["max_tokens"] <= 8
+        assert [r.body.get("response_format", {}).get("type") for r in server.requests] == [
+            None, "json_schema", "json_object"]
+        assert "Proposed structured output: off" in dialog.test_result.text()  # "OK" obeys neither
     edit = dialog.edit()
     assert edit.key is None and edit.record["model"] == "openai/fake-model"
     assert edit.record["api_base"] == base_url and edit.record["key_keyring"] is None

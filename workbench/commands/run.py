@@ -13,6 +13,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--project", required=True, metavar="FILE", help="the .rwb project (created if missing)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--decisions", metavar="FILE", help=DECISIONS_HELP)
+    p.add_argument("--estimate", action="store_true",
+                   help="print the expected calls, tokens and cost as JSON, and exit: nothing runs, nothing is created")
     p.set_defaults(run=run_run)
 
     p = sub.add_parser("resume", help="finish an interrupted run, or every run of a batch, issuing only the "
@@ -21,6 +23,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--project", required=True, metavar="FILE")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--decisions", metavar="FILE", help=DECISIONS_HELP)
+    p.add_argument("--max-usd", type=float, metavar="X", help="raise the run's cap (a batch's: the whole batch's) "
+                   "to X dollars, e.g. to finish a run stopped_at_cap")
+    p.add_argument("--max-tokens", type=int, metavar="N", help="raise the run's cap (a batch's: the whole batch's) "
+                   "to N tokens")
+    p.add_argument("--run-max-usd", type=float, metavar="X", help="a batch: raise each run's own cap to X dollars")
+    p.add_argument("--run-max-tokens", type=int, metavar="N", help="a batch: raise each run's own cap to N tokens")
     p.set_defaults(run=run_resume)
 
     p = sub.add_parser("replay", help="re-run a stored run from its stored replies, calling no model")
@@ -139,10 +147,19 @@ def run_run(args: argparse.Namespace) -> int:
     from workbench.services.runs.preflight import preflight
 
     data = read_config_file(args.config)
+    if args.estimate:  # validated (exit 2 when it is not), estimated, and nothing else
+        from workbench.commands.io import print_json
+        from workbench.services.runs.estimate import estimate_document
+
+        print_json(estimate_document(data))
+        return 0
     if is_batch(data):
         return _run_batch(data, args)
     cfg = parse_run_config(data)
     manual = _decisions(args.decisions)
+    from workbench.services.runs.estimate import check_budget
+
+    check_budget(cfg)  # a dollar cap on a model with no price: refused (exit 2), nothing spent
     preflight(cfg)  # refused (exit 2) before the project is touched: no run, no call
     store = _open_or_create(args.project)
     try:
@@ -162,8 +179,11 @@ def _run_batch(data: dict, args: argparse.Namespace) -> int:
     from workbench.services.runs.preflight import preflight
     from workbench.services.runs.runner import Runner
 
+    from workbench.services.runs.estimate import check_document_budget
+
     _, planned = expand_batch(data)  # every run's configuration, validated
     manual = _decisions(args.decisions)
+    check_document_budget(data, [run.config for run in planned])  # dollar caps need prices
     preflight(*(run.config for run in planned))  # and every provider they call, before the first starts
     store = _open_or_create(args.project)
     try:
@@ -187,14 +207,18 @@ def _finish_batch(store, batch_id: str, ids: list[str], args: argparse.Namespace
             continue
         print(run_id, flush=True)
         codes.append(_execute(store, lambda runner, rid=run_id: runner.execute(rid), args.quiet, manual))
-        if run_rows.get_run(store, run_id).status == "interrupted":
+        ended = run_rows.get_run(store, run_id)
+        if ended.status == "interrupted":
             break  # cancelled, rate-limited or waiting for a person: the rest waits for a resume
+        if ended.status == "stopped_at_cap" and (ended.summary.get("budget") or {}).get("scope") == "batch":
+            break  # the batch's own cap: no run of it starts until a resume raises it
     from workbench.services.runs.batches import batch_counts
 
     finished = [run_rows.get_run(store, i) for i in ids]
     statuses = [r.status for r in finished]
     done = sum(s in run_rows.FINISHED for s in statuses)
-    status = "interrupted" if done < len(ids) else "degraded" if "degraded" in statuses else "completed"
+    status = ("stopped_at_cap" if "stopped_at_cap" in statuses else "interrupted" if done < len(ids)
+              else "degraded" if "degraded" in statuses else "completed")
     print(json.dumps({"batch_id": batch_id, "runs": len(ids), "completed": statuses.count("completed"),
                       "status": status, "statuses": {s: statuses.count(s) for s in sorted(set(statuses))},
                       **batch_counts([r.summary for r in finished])}))
@@ -202,8 +226,10 @@ def _finish_batch(store, batch_id: str, ids: list[str], args: argparse.Namespace
         return INTERRUPTED_BY_USER
     code = worst(codes + ([3] if done + statuses.count("failed") < len(ids) else []))
     if code == 3 and done < len(ids):
+        capped = " (stopped at a budget cap: raise it with --max-usd/--max-tokens, or --run-max-usd/--run-max-tokens)" \
+            if status == "stopped_at_cap" else ""
         print(f"rwb: batch {batch_id}: {len(ids) - done} of {len(ids)} runs not completed; "
-              f"rwb resume {batch_id} finishes it", file=sys.stderr)
+              f"rwb resume {batch_id} finishes it{capped}", file=sys.stderr)
     return code
 
 
@@ -221,8 +247,14 @@ def run_resume(args: argparse.Namespace) -> int:
         run = run_rows.get_run(store, args.run_id)
         if run is None and run_rows.batch_config(store, args.run_id) is not None:
             return _resume_batch(store, args.run_id, args, manual)
+        if run is not None and (args.run_max_usd is not None or args.run_max_tokens is not None):
+            from workbench.core.errors import InputError
+
+            raise InputError("--run-max-usd", "is for a batch; give a run its cap with --max-usd or --max-tokens")
         if run is not None and run.status != "completed":  # the stored configuration, checked again
-            preflight(parse_run_config(run.config, stored=True))  # here, so exit 2 before any output
+            cfg = parse_run_config(run.config, stored=True)
+            _raise_run_cap(store, run, cfg, args.max_usd, args.max_tokens)
+            preflight(cfg)  # here, so exit 2 before any output
         print(args.run_id, flush=True)
         return _execute(store, lambda runner: runner.execute(args.run_id), args.quiet, manual)
     finally:
@@ -236,11 +268,64 @@ def _resume_batch(store, batch_id: str, args: argparse.Namespace, manual) -> int
     from workbench.services.runs.preflight import preflight
     from workbench.services.runs.runner import Runner
 
+    _raise_batch_caps(store, batch_id, args)
     ids = complete_batch(store, batch_id, Runner(store))  # the runs a killed batch never made
     pending = [r for r in (run_rows.get_run(store, i) for i in ids) if r.status != "completed"]
+    if args.run_max_usd is not None or args.run_max_tokens is not None:
+        for r in pending:
+            _raise_run_cap(store, r, parse_run_config(r.config, stored=True), args.run_max_usd, args.run_max_tokens,
+                           field="run_budget")
     preflight(*(parse_run_config(r.config, stored=True) for r in pending))
     print(batch_id, flush=True)
     return _finish_batch(store, batch_id, ids, args, manual)
+
+
+def _raised(budget: dict | None, max_usd: float | None, max_tokens: int | None, field: str):
+    """``budget`` with the caps given on the command line over it, validated."""
+    from pydantic import ValidationError
+
+    from workbench.core.protocols.shared.validation import input_error
+    from workbench.core.runs.config import Budget
+
+    given = {k: v for k, v in (("max_usd", max_usd), ("max_tokens", max_tokens)) if v is not None}
+    try:
+        return Budget.model_validate({**(budget or {}), **given})
+    except ValidationError as exc:
+        raise input_error(exc, field) from None
+
+
+def _raise_run_cap(store, run, cfg, max_usd, max_tokens, field: str = "budget") -> None:
+    """``rwb resume RUN --max-usd/--max-tokens``: the run's cap from now on (refused, exit 2, as a new
+    run's would be: a dollar cap on a model with no price needs a token cap too)."""
+    if max_usd is None and max_tokens is None:
+        return
+    from workbench.core.project.spend import set_run_budget
+    from workbench.services.runs.budget import run_budget_of
+    from workbench.services.runs.estimate import check_usd_cap
+
+    budget = _raised(run_budget_of(run), max_usd, max_tokens, field)
+    check_usd_cap(budget, [cfg], field)
+    set_run_budget(store, run.id, budget.model_dump(exclude_none=True))
+
+
+def _raise_batch_caps(store, batch_id: str, args: argparse.Namespace) -> None:
+    from workbench.core.project import runs as run_rows
+    from workbench.core.project.spend import set_batch_budget
+    from workbench.core.runs.batch import expand_batch
+    from workbench.services.runs.estimate import check_usd_cap
+
+    whole = args.max_usd is not None or args.max_tokens is not None
+    each = args.run_max_usd is not None or args.run_max_tokens is not None
+    if not whole and not each:
+        return
+    data = run_rows.batch_config(store, batch_id) or {}
+    cfgs = [r.config for r in expand_batch(data)[1]]
+    budget = _raised(data.get("budget"), args.max_usd, args.max_tokens, "budget") if whole else None
+    run_budget = _raised(data.get("run_budget"), args.run_max_usd, args.run_max_tokens, "run_budget") if each else None
+    check_usd_cap(budget, cfgs)
+    check_usd_cap(run_budget, cfgs, "run_budget")
+    set_batch_budget(store, batch_id, budget.model_dump(exclude_none=True) if budget else None,
+                     run_budget.model_dump(exclude_none=True) if run_budget else None)
 
 
 def run_replay(args: argparse.Namespace) -> int:

@@ -141,6 +141,10 @@ class ClustersEdits:
         self._edit(f"Edit the persona of {agent_id}", lambda s: pe.set_agent_persona(s, agent_id, new),
                    lambda s: pe.set_agent_persona(s, agent_id, old), merge=("persona", agent_id))
 
+    def set_sampling(self, agent_id: str, old: dict, new: dict) -> None:
+        self._edit(f"Set the sampling of {agent_id}", lambda s: pe.set_agent_sampling(s, agent_id, new),
+                   lambda s: pe.set_agent_sampling(s, agent_id, old))
+
     def set_params(self, agent_id: str, old: dict, new: dict, done: Done = None) -> None:
         self._edit(f"Tune the simulated persona of {agent_id}", lambda s: pe.set_agent_params(s, agent_id, new),
                    lambda s: pe.set_agent_params(s, agent_id, old), done)
@@ -152,7 +156,7 @@ class ClustersEdits:
             self._edit(f"Add provider {record['name']}", lambda s: pe.save_provider(s, record),
                        lambda s: pe.delete_provider(s, record["name"]))
             return
-        old_row = {k: old.get(k) for k in pe.PROVIDER_COLUMNS}
+        old_row = {**{k: old.get(k) for k in pe.PROVIDER_COLUMNS}, "options_json": old.get("options_json") or {}}
         self._edit(f"Edit provider {old['name']}", lambda s: pe.save_provider(s, record, replacing=old["name"]),
                    lambda s: pe.save_provider(s, old_row, replacing=record["name"]))
 

@@ -32,9 +32,11 @@ class CallCounts:
 
 
 def completed_replies(store: Store, run_id: str) -> list[StoredReply]:
-    """The run's answered calls (``ok`` or ``invalid``) in the order they were recorded."""
+    """The run's answered calls (``ok`` or ``invalid``) in the order they were recorded; not the
+    replies a re-ask superseded (kept for the auditor, never read again by the protocol)."""
     out = []
-    for row in _sql.rows(store, "llm_calls", "run_id = ? AND status IN ('ok', 'invalid')", (run_id,),
+    for row in _sql.rows(store, "llm_calls", "run_id = ? AND status IN ('ok', 'invalid') "
+                                             "AND purpose NOT LIKE '%/superseded'", (run_id,),
                          order_by="id"):
         meta = (row["response_json"] or {}).get("reply_meta") or {"provider": row["provider"], "model": row["model"]}
         out.append(StoredReply(row["step_key"], row["reply_text"], meta))

@@ -34,13 +34,15 @@ def document_from_rows(providers: list[dict], clusters: list[dict], agents: list
     with the values being typed, through the same document. A cluster with no agents is left
     out (a run has none); a key's variable is named ``api_key_env``, the one spelling a run
     configuration takes (SPEC §6)."""
-    docs = {p["name"]: {("api_key_env" if k == "key_env" else k): p[k] for k in _PROVIDER_KEYS if p.get(k) is not None}
+    docs = {p["name"]: {**{("api_key_env" if k == "key_env" else k): p[k] for k in _PROVIDER_KEYS if p.get(k) is not None},
+                        **(p.get("options_json") or {})}  # sampling, structured_output, reask
             for p in providers}
     members: dict[object, list[dict]] = {}
     for a in sorted(agents, key=lambda a: (a.get("position") or 0, str(a["id"]))):
         members.setdefault(a["cluster_id"], []).append(
             {"id": a["id"], "provider": a["provider"], "persona": a["persona"], "role": a["role"],
-             "params": a["params_json"] or {}})
+             "params": {k: v for k, v in (a["params_json"] or {}).items() if k != "sampling"},
+             **({"sampling": a["params_json"]["sampling"]} if (a["params_json"] or {}).get("sampling") else {})})
     out = []
     for c in clusters:
         if members.get(c["id"]):

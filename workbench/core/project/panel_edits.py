@@ -295,8 +295,39 @@ def check_params(params: object, field: str = "params") -> dict:
 
     if not isinstance(params, dict):
         raise InputError(field, f"must be an object of persona parameters, got {params!r}")
-    SimPersona.from_params(params, where=field)
-    return dict(params)
+    persona = {k: v for k, v in params.items() if k != "sampling"}
+    SimPersona.from_params(persona, where=field)
+    if params.get("sampling"):  # the agent's sampling overrides, kept beside its persona
+        return {**persona, "sampling": check_sampling(params["sampling"], f"{field}.sampling")}
+    return persona
+
+
+def check_sampling(sampling: object, field: str = "sampling") -> dict:
+    """An agent's ``sampling`` object (temperature, top_p, max_tokens, seed, stop), checked by
+    the run configuration's model; only the keys set are kept."""
+    from pydantic import ValidationError
+
+    from workbench.core.errors import from_pydantic
+    from workbench.core.runs.providers import Sampling
+
+    if not isinstance(sampling, dict):
+        raise InputError(field, "must be an object")
+    try:
+        checked = Sampling.model_validate(sampling)
+    except ValidationError as exc:
+        err = from_pydantic(exc)
+        raise InputError(".".join(p for p in (field, err.field) if p), err.message) from None
+    return checked.sampling()
+
+
+def set_agent_sampling(store: Store, agent_id: object, sampling: object) -> Changes:
+    """The agent's sampling overrides (``{}`` or None: the provider's settings apply)."""
+    checked = check_sampling(sampling or {})
+    with _sql.write(store) as tx:
+        row = _agent(store, agent_id)
+        params = {k: v for k, v in (row.get("params_json") or {}).items() if k != "sampling"}
+        tx.update("agents", agent_id, {"params_json": {**params, **({"sampling": checked} if checked else {})}})
+    return tx.changes
 
 
 def add_agent(store: Store, cluster_id: object, agent_id: object, *, provider: object = None, persona: object = "",
@@ -427,7 +458,10 @@ def set_agent_params(store: Store, agent_id: object, params: object) -> Changes:
     budget...), checked as the simulated panel reads them."""
     params = check_params(params)
     with _sql.write(store) as tx:
-        _agent(store, agent_id)
+        row = _agent(store, agent_id)
+        kept = (row.get("params_json") or {}).get("sampling")
+        if kept and "sampling" not in params:  # the persona editor never drops the sampling overrides
+            params = {**params, "sampling": kept}
         tx.update("agents", agent_id, {"params_json": params})
     return tx.changes
 
@@ -446,7 +480,9 @@ def check_provider_record(record: dict) -> dict:
 
     if not isinstance(record, dict):
         raise InputError("provider", "must be an object")
-    unknown = sorted(set(record) - set(PROVIDER_COLUMNS))
+    from workbench.core.runs.providers import PROVIDER_OPTIONS
+
+    unknown = sorted(set(record) - set(PROVIDER_COLUMNS) - set(PROVIDER_OPTIONS) - {"options_json"})
     if unknown:
         raise InputError(unknown[0], "unknown provider field")
     data = {("api_key_env" if k == "key_env" else k): v for k, v in record.items()
@@ -605,7 +641,8 @@ def apply_run_config(store: Store, config: Any, *, save_as: str | None = None, s
             for agent_position, agent in enumerate(cluster.agents):
                 tx.insert("agents", {"id": agent.id, "cluster_id": cluster_id, "position": agent_position,
                                      "provider": agent.provider, "role": agent.role, "persona": agent.persona,
-                                     "params_json": dict(agent.params)})
+                                     "params_json": {**agent.params, **({"sampling": agent.sampling.sampling()}
+                                                                        if agent.sampling else {})}})
         if cfg.protocol == "rcp":
             _put_setting(tx, TAU_SETTING, cfg.tau)
             _put_setting(tx, WEIGHTED_SETTING, cfg.weighted)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, replace
 
 from workbench.core.project import _sql
 from workbench.core.project.search import SearchPlan, condition
@@ -31,6 +31,7 @@ COLUMNS = ("kind", "id", "run_id", "batch_id", "protocol", "agent", "round", "ph
            "flags", "validity", "simulated", "time", "audit", "text")
 VALIDITIES = ("ok", "invalid", "failed")
 AUDIT_FILTERS = ("ok", "suspect", "wrong", "audited", "unaudited")
+QUALITY_FILTERS = ("any", "template_echo", "cut_at_cap", "rubber_stamp")  # see .quality
 TIERS = ("positive_consensus", "positive_polar", "negative_polar", "negative_consensus")
 CALL_FAILED = "[CALL FAILED]"
 
@@ -60,10 +61,13 @@ class RecordFilter:
     validity: str | None = None  # ok | invalid | failed
     simulated: bool | None = None
     audit: str | None = None  # ok | suspect | wrong | audited | unaudited
+    quality: str | None = None  # a reply quality flag (quality.FLAGS), or "any"
+    # The ids that carry ``quality`` (JSON ``{kind: [ids]}``), filled in by the list's reads.
+    quality_ids: str | None = field(default=None, compare=False, repr=False)
 
     def active(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) is not None and getattr(self, f.name) != ""}
+                if f.name != "quality_ids" and getattr(self, f.name) is not None and getattr(self, f.name) != ""}
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,7 @@ _VALIDITY = {
 _SIMULATED = {"call": "c.simulated = ?", "trace": "t.simulated = ?", "vote": "v.simulated = ?",
               "ballot": "b.simulated = ?", "finding": "coalesce((SELECT simulated FROM runs WHERE id = f.run_id), 0) = ?",
               "finding_vote": "fv.simulated = ?"}
+_QUALITY_KINDS = ("call", "vote", "ballot", "finding_vote")
 _INT_KEY = {"call": "c.id", "trace": "t.id", "vote": "v.id", "ballot": "b.id", "finding_vote": "fv.id"}
 
 
@@ -264,6 +269,10 @@ def _where(branch: _Branch, f: RecordFilter, search: SearchPlan | None) -> tuple
         if kind != "trace":
             return None
         add("(json_valid(t.flags_json) AND EXISTS (SELECT 1 FROM json_each(t.flags_json) j WHERE j.value = ?))", f.flag)
+    if f.quality:
+        if kind not in _QUALITY_KINDS:
+            return None
+        add(f"{_INT_KEY[kind]} IN (SELECT value FROM json_each(?, ?))", f.quality_ids or "{}", f"$.{kind}")
     if f.validity:
         sql = _VALIDITY[kind].get(f.validity)
         if sql is None:
@@ -299,9 +308,20 @@ def _with(f: RecordFilter, sort: str | None) -> str:
     return f"WITH {_TIERS_CTE} " if _needs_tiers(f, sort) else ""
 
 
+def _resolved(store: Store, f: RecordFilter) -> RecordFilter:
+    """``f`` with the ids its quality filter keeps (flags are computed in Python, cached per run)."""
+    if not f.quality or f.quality_ids is not None:
+        return f
+    from workbench.core.project import quality
+
+    ids = quality.flagged_ids(store, None if f.quality == "any" else f.quality)
+    return replace(f, quality_ids=json.dumps(ids))
+
+
 # ----- the list ---------------------------------------------------------------------------------
 def counts(store: Store, f: RecordFilter = RecordFilter(), search: SearchPlan | None = None) -> dict[str, int]:
     """How many records of each kind match (every kind is a key; 0 where a filter excludes it)."""
+    f = _resolved(store, f)
     parts, params, kinds = [], [], []
     for branch in BRANCHES:
         where = _where(branch, f, search)
@@ -330,6 +350,7 @@ def window_keys(store: Store, f: RecordFilter, *, offset: int, limit: int, sort:
     (the natural order needs them)."""
     if limit <= 0:
         return []
+    f = _resolved(store, f)
     if sort not in SORTABLE or sort is None:
         return _natural_keys(store, f, offset, limit, descending, search, per_kind)
     parts, params = [], []
@@ -409,10 +430,23 @@ def rows_for(store: Store, keys: list[tuple[str, object]]) -> list[dict]:
                 found[(kind, row["id"])] = row
     rows = [found[k] for k in keys if k in found]
     _add_tiers(store, rows)
+    _add_quality(store, rows)
     for row in rows:
         row["flags"] = _flags_text(row["flags"])
         row["simulated"] = bool(row["simulated"])
     return rows
+
+
+def _add_quality(store: Store, rows: list[dict]) -> None:
+    """Each row's reply quality flags (:mod:`.quality`), read for these rows only: ``quality`` is
+    the cell's short text ("⚑ echo, cut"), ``quality_notes`` the explanations, one per flag."""
+    from workbench.core.project import quality
+
+    flagged = quality.flags_for_records(store, [(r["kind"], r["id"]) for r in rows if r["kind"] in _QUALITY_KINDS])
+    for row in rows:
+        flags = flagged.get((row["kind"], row["id"]), ())
+        row["quality"] = quality.flags_text(flags, short=True)
+        row["quality_notes"] = [f"{f.label}: {f.explanation}" for f in flags]
 
 
 def window(store: Store, f: RecordFilter, *, offset: int, limit: int, sort: str | None = None,
@@ -460,6 +494,7 @@ def position(store: Store, f: RecordFilter, kind: str, record_id: object, *, sea
              descending: bool = False) -> int | None:
     """Where a record stands in the natural order of the filtered list (None: not in it)."""
     branch = BRANCH.get(kind)
+    f = _resolved(store, f)
     where = _where(branch, f, search) if branch else None
     if where is None:
         return None

@@ -33,6 +33,18 @@ class CallRecord:
     provider: str
     simulated: bool
     gateway: dict[str, Any] = field(default_factory=dict)  # CallResult.record() or the sim's equivalent
+    # Replies this one superseded: an unreadable reply that was asked again (a re-ask), or a
+    # re-ask that failed. Each is recorded as its own row (see ``record_call``), before this one.
+    earlier: tuple[CallRecord, ...] = ()
+
+
+SUPERSEDED = "/superseded"  # suffix of the purpose of a superseded reply's row
+
+
+def superseded_key(key: str, rec: CallRecord) -> str:
+    """The step key of a superseded reply's row: ``<key>/try1`` for the first reply,
+    ``<key>/try2`` for the first re-ask's, ..."""
+    return f"{key}/try{int((rec.gateway.get('reask') or {}).get('reask', 0)) + 1}"
 
 
 def clipped(rec: CallRecord) -> CallRecord:
@@ -75,14 +87,38 @@ def _question_id(cfg: RunConfig, run_id: str) -> str:
 
 def record_call(store: Store, run_id: str, round_id: int, rec: CallRecord, cfg: RunConfig) -> tuple[int, Changes]:
     """Persist one finished call and what it means for the protocol, in one transaction."""
-    call, reply = rec.call, rec.reply
+    call = rec.call
     with _sql.write(store) as tx:
-        g = rec.gateway
-        call_id = tx.insert("llm_calls", {
-            "run_id": run_id, "round_id": round_id, "step_key": call.key, "agent_id": call.agent,
-            "provider": rec.provider, "model": g.get("model"), "purpose": call.purpose,
+        superseded = []
+        later = sorted((*rec.earlier, rec), key=lambda r: int((r.gateway.get("reask") or {}).get("reask", 0)))
+        for old in rec.earlier:  # the replies this one superseded, each its own row, kept as they came
+            old = clipped(old)
+            old_id = _insert_call(tx, run_id, round_id, old, superseded_key(call.key, old), call.purpose + SUPERSEDED)
+            if old.reply.ok:  # answered, but unreadable: the next attempt names why
+                after = next((r for r in later if (r.gateway.get("reask") or {}).get("reask", 0)
+                              > (old.gateway.get("reask") or {}).get("reask", 0)), None)
+                why = (after.gateway.get("reask") or {}).get("reask_error") if after is not None else None
+                tx.update("llm_calls", old_id, {"status": "invalid", "error": why})
+            superseded.append(superseded_key(call.key, old))
+        call_id = _insert_call(tx, run_id, round_id, rec, call.key, call.purpose, superseded)
+        valid = _record_protocol_rows(tx, run_id, round_id, call_id, rec, cfg)
+        if valid is False:
+            tx.update("llm_calls", call_id, {"status": "invalid"})
+    return call_id, tx.changes
+
+
+def _insert_call(tx: Transaction, run_id: str, round_id: int, rec: CallRecord, step_key: str, purpose: str,
+                 superseded: list[str] | None = None) -> int:
+    call, reply, g = rec.call, rec.reply, rec.gateway
+    reask = dict(g.get("reask") or {})
+    if superseded:
+        reask["superseded"] = superseded
+    return tx.insert("llm_calls", {
+            "run_id": run_id, "round_id": round_id, "step_key": step_key, "agent_id": call.agent,
+            "provider": rec.provider, "model": g.get("model"), "purpose": purpose,
             "sample_index": g.get("sample_index", 0), "attempts": g.get("attempts", 1),
-            "request_json": {**(g.get("request") or {"messages": list(call.messages)}), **_fence(call)},
+            "request_json": {**(g.get("request") or {"messages": list(call.messages)}), **_fence(call),
+                             **({"reask": reask} if reask else {})},
             "reply_text": reply.text, "response_raw": g.get("response_raw"),
             # The reply's metadata as the protocol saw it, so a resumed run sees the same reply.
             "response_json": {"reply_meta": reply.meta},
@@ -92,10 +128,6 @@ def record_call(store: Store, run_id: str, round_id: int, rec: CallRecord, cfg: 
             "latency_ms": g.get("latency_ms"), "cached": int(bool(g.get("cached"))), "simulated": int(rec.simulated),
             "started_at": g.get("started_at") or utc_now(), "finished_at": g.get("finished_at") or utc_now(),
         })
-        valid = _record_protocol_rows(tx, run_id, round_id, call_id, rec, cfg)
-        if valid is False:
-            tx.update("llm_calls", call_id, {"status": "invalid"})
-    return call_id, tx.changes
 
 
 def _fence(call: AgentCall) -> dict:
@@ -182,7 +214,8 @@ def _record_protocol_rows(tx: Transaction, run_id: str, round_id: int, call_id: 
         from workbench.core.project.arm_import import trace_columns
         from workbench.core.protocols.arm import parse_reply
 
-        trace = parse_reply(reply.text, reply.meta, error=reply.error, fence=call.meta.get("delimiter"))
+        trace = parse_reply(reply.text, reply.meta, error=reply.error, fence=call.meta.get("delimiter"),
+                            schema=call.reply_schema)
         attempt = int(m.group(1)) + 1 if (m := re.match(r"fap/\w+/(\d+)$", call.key)) else 1
         tx.insert("traces", {"run_id": run_id, "round_id": round_id, "round_no": call.round_no, "role": call.agent,
                              "agent_id": call.agent, "attempt": attempt, "is_current": int(attempt == 1),

@@ -51,6 +51,7 @@ def to_markdown(store: Store, run_id: str) -> str:
         lines += markdown_lines(summary["arm"], _traces(store, run_id))
     if summary.get("echo"):
         lines += _echo(store, run_id, summary["echo"])
+    lines += _reply_quality(store, run_id)
     lines += _audit(store, run_id)
     lines += ["---", "", f"*Exact values, every prompt and every reply: `rwb export {run_id} --format jsonl` "
               "(or csv).*", ""]
@@ -85,6 +86,15 @@ def _header(store: Store, run: dict, cfg: dict, summary: dict) -> list[str]:
     if run["dispatch"]:
         lines.append(f"- **Dispatch**: {run['dispatch']}" + (" (one call at a time)" if run["dispatch"] == "sequential"
                                                               else " (calls in parallel, within the rate limits)"))
+    estimate = (run["provenance_json"] or {}).get("estimate")
+    if estimate:
+        lines.append(f"- **Estimate beside actual**: {_estimate(estimate, calls, summary)}")
+    if (summary.get("budget") or {}).get("caps"):
+        lines.append(f"- **Budget**: {_budget(summary['budget'])}")
+    if summary.get("cache_hits") is not None:
+        rate = summary.get("cache_hit_rate")
+        lines.append(f"- **Reply cache**: {summary['cache_hits']} hit(s)"
+                     + (f", {md.pct(rate)} of the model calls" if rate is not None else ""))
     if summary.get("votes_expected"):
         lines.append(f"- **Votes**: {_votes(summary)}")
     if status == "degraded":
@@ -107,6 +117,29 @@ def _votes(summary: dict) -> str:
                                                      ("votes_failed", "lost to failed calls")) if summary.get(k)]
     missing = summary.get("missing_share") or 0
     return ", ".join(parts) + (f" ({md.pct(missing)} missing)" if missing else "")
+
+
+def _estimate(est: dict, calls: list[dict], summary: dict) -> str:
+    """The estimate made before the run (``runs.provenance_json``), each figure beside the actual one."""
+    tokens = sum((c["prompt_tokens"] or 0) + (c["completion_tokens"] or 0) for c in calls)
+    known = [c["cost_usd"] for c in calls if c["cost_usd"] is not None]
+    actual_cost = md.usd(sum(known)) if known else "unknown"
+    est_cost = "unknown" if est.get("cost_usd") is None else md.usd(est["cost_usd"])
+    return (f"calls {est.get('calls', 0):,} estimated, {summary.get('calls', len(calls)):,} made; "
+            f"tokens {est.get('tokens', 0):,} estimated (completions at their caps), {tokens:,} used; "
+            f"cost {est_cost} estimated, {actual_cost} spent")
+
+
+def _budget(budget: dict) -> str:
+    parts = []
+    for cap in budget.get("caps") or []:
+        dollars = cap["name"].endswith("max_usd")
+        limit = f"${cap['limit']:g}" if dollars else f"{int(cap['limit']):,} tokens"
+        spent = f"${cap['spent']:.4f}" if dollars else f"{int(cap['spent']):,}"
+        parts.append(f"{md.text(cap['name'])} {limit} ({spent} spent)")
+    if budget.get("stopped_at"):
+        parts.append(f"stopped at {md.text(budget['stopped_at'])}")
+    return "; ".join(parts)
 
 
 def _models(calls: list[dict], cfg: dict) -> str:
@@ -256,6 +289,30 @@ def _echo(store: Store, run_id: str, sessions: dict) -> list[str]:
 
     ordered = {agent: sessions[agent] for agent in sorted(sessions)}
     return report_lines(ordered, failed, sorted(episodes.values(), key=started))
+
+
+def _reply_quality(store: Store, run_id: str) -> list[str]:
+    """Issue 19's quality flags per agent: notes for the reader, never a change to a vote."""
+    from workbench.core.project import quality
+
+    q = quality.run_quality(store, run_id)
+    lines = ["## Reply quality", ""]
+    per_agent = q.by_agent()
+    if not per_agent:
+        checked = f"{q.calls_checked} call{'s were' if q.calls_checked != 1 else ' was'}"
+        return lines + [f"No reply was flagged. {checked} checked for template echoes, cuts at the token cap "
+                        "and rubber stamps.", ""]
+    lines += ["A flag is a note for the reader: it never changes a vote or a result.", ""]
+    rows = []
+    for agent in sorted(per_agent, key=str):
+        counts = per_agent[agent]
+        stamp = next((f.detail for (_k, voter), f in sorted(q.stamps.items()) if voter == agent), "")
+        rows.append([md.text(agent), *(str(counts.get(code, 0) or "—") for code in quality.FLAGS[:2]),
+                     md.cell(stamp) if stamp else "—"])
+    lines += md.table(["Agent", "Template echo (calls)", "Cut at cap (calls)", "Rubber stamp"], rows)
+    lines += ["", *(f"- **{md.text(quality.LABELS[code])}**: {md.text(quality.EXPLAIN[code])}"
+                    for code in quality.FLAGS if any(c.get(code) for c in per_agent.values())), ""]
+    return lines
 
 
 def _audit(store: Store, run_id: str) -> list[str]:

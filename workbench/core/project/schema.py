@@ -478,8 +478,27 @@ INSERT INTO change_counters (tbl) VALUES ('audit_notes'), ('classification_varia
 _V5 = "-- runs.status gains 'degraded' and 'stopped_at_cap' (AFTER_STEP[5])"
 RUN_STATUSES = ("running", "interrupted", "completed", "degraded", "stopped_at_cap", "failed")
 
+# Step 6: the reply cache that survives (docs/providers.md "The response cache"): a model's
+# successful reply, kept in the project and shared by every run with "cache": true. ``key`` is a
+# SHA-256 over the request with its fence names masked, the sample index and the run's seed and
+# replicate, so sampling replicates never share an entry; ``value_json`` is the gateway's
+# CallResult as a dict. ``run_id`` names the run that filled it (plain text: the entry outlives it).
+_V6 = "\n".join([
+    """
+CREATE TABLE reply_cache (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL DEFAULT '',
+    run_id TEXT,
+    value_json TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+INSERT INTO change_counters (tbl) VALUES ('reply_cache');
+""",
+    watch_triggers("reply_cache"),
+])
+
 # MIGRATIONS[n] takes a file from schema version n - 1 to n.
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
@@ -494,9 +513,11 @@ _OLD_RUN_CHECK = "CHECK (status IN ('running', 'interrupted', 'completed', 'fail
 
 def _widen_run_statuses(conn) -> None:
     (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'runs'").fetchone()
+    new_check = "CHECK (status IN (" + ", ".join(f"'{s}'" for s in RUN_STATUSES) + "))"
+    if new_check in sql:  # already widened (a file rebuilt by hand, or this step re-run)
+        return
     if _OLD_RUN_CHECK not in sql:
         raise RuntimeError("the runs table's status constraint is not the one schema v1 made")
-    new_check = "CHECK (status IN (" + ", ".join(f"'{s}'" for s in RUN_STATUSES) + "))"
     (version,) = conn.execute("PRAGMA schema_version").fetchone()
     conn.execute("PRAGMA writable_schema = ON")
     try:

@@ -11,6 +11,9 @@ A mix maps agent ids (or ARM roles) to provider names, ``*`` for every other age
 ``r`` of every question and mix uses seed ``seed + r``, so mixes are compared on the same
 seeds (a paired design). For ARM, the provider playing the silent baseline takes turns over
 the batch's providers from run to run (ARM's rotating baseline).
+
+Budgets (SPEC §6): beside ``batch``, ``budget`` caps the whole batch (all its runs' spend together)
+and ``run_budget`` caps each run (it becomes every run's own ``budget``).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from workbench.core.limits import (
     too_many,
 )
 from workbench.core.protocols.shared.validation import input_error
-from workbench.core.runs.config import RunConfig, parse_run_config
+from workbench.core.runs.config import Budget, RunConfig, parse_run_config
 
 MAX_REPLICATES = 1000
 Name = Annotated[str, Field(max_length=MAX_NAME_CHARS)]
@@ -67,12 +70,33 @@ def is_batch(data: object) -> bool:
     return isinstance(data, dict) and "batch" in data
 
 
+BATCH_KEYS = ("batch", "budget", "run_budget")  # a batch document's own keys, beside a run's
+
+
+def batch_budget(data: dict) -> Budget | None:
+    """The cap on the whole batch (its ``budget``), or None."""
+    return _budget(data, "budget")
+
+
+def _budget(data: dict, key: str) -> Budget | None:
+    if data.get(key) is None:
+        return None
+    try:
+        return Budget.model_validate(data[key])
+    except ValidationError as exc:
+        raise input_error(exc, key) from None
+
+
 def expand_batch(data: dict) -> tuple[BatchSpec, list[BatchRun]]:
     try:
         spec = BatchSpec.model_validate(data["batch"])
     except ValidationError as exc:
         raise input_error(exc, "batch") from None
-    base = {k: v for k, v in data.items() if k != "batch"}
+    batch_budget(data)
+    run_budget = _budget(data, "run_budget")
+    base = {k: v for k, v in data.items() if k not in BATCH_KEYS}
+    if run_budget is not None:  # each run's own cap
+        base["budget"] = run_budget.model_dump(exclude_none=True)
     first = parse_run_config(base)  # the base must be a valid run on its own
     questions = spec.questions or [base.get("query", "")]
     mixes = spec.provider_mixes or [ProviderMix(name="as configured")]

@@ -63,7 +63,7 @@ from workbench.core.protocols.echo.config import EchoOptions, check_patterns
 from workbench.core.protocols.findings.config import FindingsOptions
 from workbench.core.protocols.rcp.config import TIERS, RcpConfig, RcpOptions, Theta, Weight, check_config
 from workbench.core.protocols.shared.validation import input_error, shown
-from workbench.core.runs.providers import ProviderConfig
+from workbench.core.runs.providers import ProviderConfig, Sampling
 
 PROTOCOLS = ("rcp", "arm", "findings", "cons")
 DISPATCH = "concurrent"  # a run's default dispatch; ARM's own default is its options' (sequential)
@@ -77,6 +77,7 @@ class AgentSpec(BaseModel):
     persona: str = Field("", max_length=MAX_PERSONA_CHARS)
     role: str | None = Field(None, max_length=MAX_NAME_CHARS)  # findings: scout | auditor | dev; ARM: alpha | beta | gamma | silent
     params: dict[str, Any] = Field(default_factory=dict)  # simulated-agent persona parameters
+    sampling: Sampling | None = None  # overrides the provider's temperature, top_p, max_tokens, seed, stop
 
 
 class ClusterSpec(BaseModel):
@@ -86,6 +87,20 @@ class ClusterSpec(BaseModel):
     agents: list[AgentSpec] = Field(min_length=1, max_length=MAX_RUN_AGENTS)
     theta: Theta | None = None  # RCP: this cluster's theta (default: the run's)
     weight: Weight | None = None  # RCP: this cluster's weight when ``weighted``
+
+
+class Budget(BaseModel):
+    """A spending cap (SPEC §6 "Budgets"): a run stops, resumable, once its spend (plus the calls in
+    flight) reaches either cap; each is unset (None) unless given."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    max_usd: float | None = Field(None, gt=0, le=1_000_000, allow_inf_nan=False)
+    max_tokens: int | None = Field(None, ge=1, le=10**12)
+
+    @property
+    def empty(self) -> bool:
+        return self.max_usd is None and self.max_tokens is None
 
 
 class RunConfigBase(BaseModel):
@@ -105,6 +120,7 @@ class RunConfigBase(BaseModel):
     # SPEC §1: a run whose missing votes (invalid or failed, not abstentions) exceed this share of
     # those expected ends `degraded`, not `completed`.
     max_missing_share: float = Field(0.2, ge=0.0, le=1.0)
+    budget: Budget | None = None  # a cap on what the run may spend (SPEC §6 "Budgets")
     cache: bool = False  # reuse identical replies (off for sampling studies; the sample index is in the key)
     echo: EchoOptions | None = None  # Resonance Echo around every agent (see echo.wrap)
     notes: str = Field("", max_length=MAX_NOTES_CHARS)  # free text: what the run is for, never sent to a model

@@ -12,6 +12,15 @@ window, retries included; it retries timeouts, refused connections, 429 and 5xx 
 are read at call time (see :mod:`workbench.services.llm.secrets`) and scrubbed from every text
 it returns or logs. No Qt here, so the headless CLI uses the same gateway.
 
+A provider with ``deployments`` (several servers behind one name) is served by one litellm
+``Router`` per gateway, built on the first call to it (on that worker thread): one model group
+named after the provider, picking a deployment at random among those not busy (``simple-shuffle``,
+weighted by their rpm/tpm). The provider's ``max_concurrency`` and ``rpm`` still gate all its
+deployments together; a deployment's own ``max_concurrency`` and ``rpm`` are held here around
+the request the Router sends to it. The Router never retries (``num_retries=0``): this loop
+does, and each retry skips the deployments that call already failed on, while a failed
+deployment sits out a cooldown for every call. Each result names the deployment that answered.
+
 Importing litellm takes seconds: :func:`warm_up` does it on a background thread ahead of the
 first call, and :func:`is_ready` says whether it is done. docs/providers.md has the user's side.
 """
@@ -29,13 +38,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from workbench.core.runs.providers import ProviderConfig
+from workbench.core.runs.providers import SAMPLING_KEYS, ProviderConfig, capped
 from workbench.services.llm.cache import CacheBackend, MemoryCacheBackend, ResponseCache, cache_key
 from workbench.services.llm.limits import (Backoff, Clock, ConcurrencyGate, RateLimiter, Sleep, event_sleep,
                                            parse_retry_after, utc_stamp)
 from workbench.services.llm.result import RETRYABLE, UNKNOWN_COST, CallResult
 from workbench.services.llm.secrets import (SECRET_FILTER, MissingKey, ResolvedKey, ambient_secrets, install_filter,
                                             resolve_key, scrub, scrub_value)
+from workbench.services.llm.structured import response_format, supports_schema
 from workbench.services.llm.wire import WireRecord, WireTap, classify
 
 __all__ = ["Gateway", "CallResult", "ResponseCache", "CacheBackend", "MemoryCacheBackend", "Backoff",
@@ -52,7 +62,11 @@ install_filter(__name__)  # our own log lines are scrubbed already; this is the 
 _EXECUTOR_HOLDERS = ("litellm.litellm_core_utils.thread_pool_executor", "litellm.utils",
                      "litellm.litellm_core_utils.litellm_logging", "litellm.litellm_core_utils.streaming_handler")
 
+DEPLOYMENT_COOLDOWN_S = 10.0  # a deployment that failed is left out of the routing this long
+_local = threading.local()  # the _Call a worker thread is sending, for the Router's pick hook
+
 _litellm: Any = None
+_router_cls: Any = None
 _wire: WireTap | None = None
 _warmed = False
 _import_lock = threading.Lock()
@@ -122,6 +136,61 @@ def warm_up() -> None:
     _warmed = True
 
 
+def _router_class(litellm: Any) -> Any:
+    """litellm's ``Router``, told which deployment it picked for the current thread's call: its
+    sync path calls ``routing_strategy_pre_call_checks`` with the deployment just before sending."""
+    global _router_cls
+    if _router_cls is None:
+        class _GatewayRouter(litellm.Router):  # type: ignore[name-defined,misc]
+            def routing_strategy_pre_call_checks(self, deployment: dict) -> None:
+                super().routing_strategy_pre_call_checks(deployment)
+                call = getattr(_local, "call", None)
+                if call is not None:
+                    call._picked(deployment)
+
+        _router_cls = _GatewayRouter
+    return _router_cls
+
+
+class _Cancelled(Exception):
+    """Cancelled while waiting for a deployment's own slot."""
+
+
+class _Deployments:
+    """A provider's deployments behind one litellm Router, with their keys (resolved once, when the
+    Router is built) and their own limits."""
+
+    def __init__(self, gw: Gateway, name: str, cfg: ProviderConfig, litellm: Any):
+        given = gw._keys.get(name)
+        self.keys: list[ResolvedKey] = []
+        model_list = []
+        for i, d in enumerate(cfg.deployments):
+            try:
+                if d.key_env or d.key_keyring:
+                    key = resolve_key(d.key_env, d.key_keyring)
+                elif given:
+                    key = ResolvedKey(given, "given")
+                else:
+                    key = resolve_key(cfg.key_env, cfg.key_keyring)
+            except MissingKey as exc:
+                raise MissingKey(f"deployments[{i}] ({d.api_base}): {exc}") from None
+            self.keys.append(key)
+            SECRET_FILTER.remember(key.value)
+            params: dict[str, Any] = {"model": d.model or cfg.model, "api_base": d.api_base,
+                                      "api_key": key.value or NO_KEY_PLACEHOLDER,
+                                      "timeout": d.timeout_s or cfg.timeout_s}
+            params.update({k: v for k, v in (("rpm", d.rpm), ("tpm", d.tpm)) if v})
+            model_list.append({"model_name": name, "litellm_params": params, "model_info": {"id": _dep_id(name, i)}})
+        self.secrets = {k.value for k in self.keys if k.value}
+        self.router = _router_class(litellm)(
+            model_list=model_list, routing_strategy="simple-shuffle", num_retries=0, allowed_fails=0,
+            cooldown_time=DEPLOYMENT_COOLDOWN_S, set_verbose=False)
+
+
+def _dep_id(provider: str, index: int) -> str:
+    return f"{provider}[{index}]"
+
+
 def is_ready() -> bool:
     """True once litellm is imported: calls no longer pay the import."""
     return _litellm is not None
@@ -161,19 +230,44 @@ class Gateway:
         self.gates = {n: ConcurrencyGate(c.max_concurrency) for n, c in self.providers.items()}
         self.limiters = {n: RateLimiter(c.rpm, rate_window_s, clock=clock, sleep=sleep)
                          for n, c in self.providers.items() if c.rpm}
+        # A deployment's own limits, by provider and index (its provider's gate and limiter hold as well).
+        self.deployment_gates = {(n, i): ConcurrencyGate(d.max_concurrency) for n, c in self.providers.items()
+                                 for i, d in enumerate(c.deployments) if d.max_concurrency}
+        self.deployment_limiters = {(n, i): RateLimiter(d.rpm, rate_window_s, clock=clock, sleep=sleep)
+                                    for n, c in self.providers.items() for i, d in enumerate(c.deployments) if d.rpm}
+        self._deployments: dict[str, _Deployments] = {}
+        self._deployments_lock = threading.Lock()
 
     warm_up = staticmethod(warm_up)
     is_ready = staticmethod(is_ready)
 
+    def _routed(self, name: str, litellm: Any) -> _Deployments:
+        """The Router serving provider ``name``'s deployments, built on first use (raises MissingKey)."""
+        with self._deployments_lock:
+            routed = self._deployments.get(name)
+            if routed is None:
+                routed = self._deployments[name] = _Deployments(self, name, self.providers[name], litellm)
+            return routed
+
     def call(self, provider: str, messages: Sequence[Mapping[str, Any]], *, timeout_s: float | None = None,
              max_tokens: int | None = None, temperature: float | None = None, sample_index: int = 0,
              cancel: threading.Event | None = None,
-             on_wait: Callable[[dict[str, Any]], None] | None = None) -> CallResult:
+             on_wait: Callable[[dict[str, Any]], None] | None = None,
+             sampling: Mapping[str, Any] | None = None, cap: int | None = None,
+             schema: tuple[str, dict] | None = None, structured_output: str | None = None) -> CallResult:
         """One chat completion, retried as configured. Never raises. ``on_wait`` hears of each
-        wait before a retry (a 429's ``Retry-After``, a backoff), on the calling thread, as it begins."""
+        wait before a retry (a 429's ``Retry-After``, a backoff), on the calling thread, as it begins.
+
+        Sampling: ``sampling`` (temperature, top_p, max_tokens, seed, stop; the provider's own when
+        None) with ``max_tokens``/``temperature`` over it; ``cap`` is the call kind's output cap, and
+        the smaller of it and ``max_tokens`` is sent. ``schema`` (``(name, JSON schema)``) is sent as
+        ``response_format`` in the form the provider's ``structured_output`` (or the one given)
+        says (see :mod:`.structured`)."""
         try:
-            call = _Call(self, provider, messages, timeout_s, max_tokens, temperature, sample_index, cancel)
+            call = _Call(self, provider, messages, timeout_s, max_tokens, temperature, sample_index, cancel,
+                         sampling=sampling, cap=cap)
             call.on_wait = on_wait
+            call.schema, call.structured_output = schema, structured_output
         except Exception as exc:  # messages that are not mappings, a timeout that is not a number...
             call = _Call(self, provider, (), None, None, None, sample_index, cancel)
             return call.finish("error", error=f"invalid call: {type(exc).__name__}: {exc}", error_kind="bad_request")
@@ -193,14 +287,26 @@ class _Call:
 
     def __init__(self, gw: Gateway, provider: str, messages: Sequence[Mapping[str, Any]], timeout_s: float | None,
                  max_tokens: int | None, temperature: float | None, sample_index: int,
-                 cancel: threading.Event | None):
+                 cancel: threading.Event | None, *, sampling: Mapping[str, Any] | None = None,
+                 cap: int | None = None):
         self.gw, self.provider, self.cancel, self.sample_index = gw, provider, cancel, sample_index
         self.on_wait: Callable[[dict[str, Any]], None] | None = None
+        self.schema: tuple[str, dict] | None = None
+        self.structured_output: str | None = None
         self.cfg = gw.providers.get(provider)
         self.model = self.cfg.model if self.cfg else "?"
         self.messages = [dict(m) for m in messages]
-        self.params = {k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens)) if v is not None}
+        given = dict(sampling) if sampling is not None else (self.cfg.sampling() if self.cfg else {})
+        given.update({k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens)) if v is not None})
+        given["max_tokens"] = capped(given.get("max_tokens"), cap)
+        # Sent in this order; a key left unset is not sent at all (a seed only where one is set).
+        self.params = {k: given[k] for k in SAMPLING_KEYS if given.get(k) is not None}
+        self.timeout_given = timeout_s is not None
         self.timeout_s = float(timeout_s or (self.cfg.timeout_s if self.cfg else 60.0))
+        self.routed: _Deployments | None = None
+        self.failed_on: list[str] = []  # deployments this call failed on, skipped by its retries
+        self.pick: tuple[int, str] | None = None
+        self.held: list[Any] = []
         self.request = {"model": self.model, "api_base": self.cfg.api_base if self.cfg else None,
                         "messages": self.messages, "params": self.params, "timeout_s": self.timeout_s,
                         "sample_index": sample_index}
@@ -220,7 +326,9 @@ class _Call:
             status=status, provider=self.provider, model=self.model, attempts=self.attempts,
             request=self.request, sample_index=self.sample_index, key_source=self.key.source,
             queued_ms=round(self.queued_s * 1000.0, 3), attempt_log=tuple(self.attempt_log),
-            started_at=utc_stamp(self.started_wall), finished_at=utc_stamp(), **fields)
+            started_at=utc_stamp(self.started_wall), finished_at=utc_stamp(),
+            **({"deployment": self.pick[0], "api_base": self.pick[1]} if getattr(self, "pick", None) else {}),
+            **fields)
         if result.error and len(result.error) > MAX_ERROR_CHARS:
             result = result.but(error=result.error[:MAX_ERROR_CHARS] + "...")
         if not self.secrets:
@@ -248,7 +356,20 @@ class _Call:
         if cfg.simulated:
             return self.finish("error", error=f"provider {self.provider!r} is the simulated panel: the runner "
                                "answers it without the gateway", error_kind="bad_request")
-        self.ckey = cache_key(cfg.model, cfg.api_base, self.messages, self.params, self.sample_index)
+        if self.schema is not None:
+            mode = self.structured_output or cfg.structured_output
+            if mode == "auto":  # the one question that needs litellm before the cache is asked
+                try:
+                    litellm_mod = _load()
+                except Exception as exc:
+                    return self.finish("error", error=f"litellm could not be imported: {exc}", error_kind="internal")
+                mode = "json_schema" if supports_schema(litellm_mod, cfg.model) else "off"
+            form = response_format(mode, *self.schema)
+            if form is not None:
+                self.params["response_format"] = form
+            self.request["structured_output"] = mode  # as resolved: "auto" became json_schema or off
+        base = cfg.api_base if not cfg.deployments else " | ".join(d.api_base for d in cfg.deployments)
+        self.ckey = cache_key(cfg.model, base, self.messages, self.params, self.sample_index)
         if self.gw.cache is not None:
             hit = self.gw.cache.get(self.ckey)
             if hit is not None:  # the stored reply, as this call's (a hit costs nothing and sends nothing)
@@ -256,18 +377,30 @@ class _Call:
                     provider=self.provider, request=self.request, cached=True, attempts=0, cost_usd=0.0,
                     cost_source="cache", attempt_log=(), queued_ms=0.0, latency_ms=_now_ms(self.t0),
                     key_source="none", started_at=utc_stamp(self.started_wall), finished_at=utc_stamp())
-        try:
-            given = self.gw._keys.get(self.provider)
-            self.key = ResolvedKey(given, "given") if given else resolve_key(cfg.key_env, cfg.key_keyring)
-        except MissingKey as exc:
-            return self.finish("error", error=f"missing API key for provider {self.provider!r}: {exc}",
-                               error_kind="missing_key")
-        self.secrets = ambient_secrets() | ({self.key.value} if self.key.value else set())
-        SECRET_FILTER.remember(self.key.value)
-        try:
-            litellm = _load()
-        except Exception as exc:
-            return self.finish("error", error=f"litellm could not be imported: {exc}", error_kind="internal")
+        if cfg.deployments:
+            try:
+                litellm = _load()
+            except Exception as exc:
+                return self.finish("error", error=f"litellm could not be imported: {exc}", error_kind="internal")
+            try:
+                self.routed = self.gw._routed(self.provider, litellm)
+            except MissingKey as exc:
+                return self.finish("error", error=f"missing API key for provider {self.provider!r}: {exc}",
+                                   error_kind="missing_key")
+            self.secrets = ambient_secrets() | self.routed.secrets
+        else:
+            try:
+                given = self.gw._keys.get(self.provider)
+                self.key = ResolvedKey(given, "given") if given else resolve_key(cfg.key_env, cfg.key_keyring)
+            except MissingKey as exc:
+                return self.finish("error", error=f"missing API key for provider {self.provider!r}: {exc}",
+                                   error_kind="missing_key")
+            self.secrets = ambient_secrets() | ({self.key.value} if self.key.value else set())
+            SECRET_FILTER.remember(self.key.value)
+            try:
+                litellm = _load()
+            except Exception as exc:
+                return self.finish("error", error=f"litellm could not be imported: {exc}", error_kind="internal")
         rng = random.Random(f"{self.gw.seed}:{self.ckey}") if self.gw.seed is not None else random.Random()
         return self._attempts(litellm, rng)
 
@@ -300,8 +433,13 @@ class _Call:
                 outcome = self._send(litellm)
             finally:
                 gate.release()
+            if outcome.get("error_kind") == "cancelled":  # waiting for a deployment's own slot: nothing sent
+                self.attempts -= 1
+                return self._cancelled(last)
             self.attempt_log.append({k: outcome.get(k) for k in
                                      ("http_status", "error_kind", "latency_ms", "retry_after_s")})
+            if self.pick is not None:
+                self.attempt_log[-1]["deployment"] = self.pick[0]
             if outcome["status"] == "ok":
                 result = self.finish("ok", **outcome["fields"])
                 if self.gw.cache is not None:
@@ -350,7 +488,10 @@ class _Call:
 
         wire = _wire.begin()
         t0 = time.perf_counter()
+        self.t_send = t0
         try:
+            if self.routed is not None:
+                return self._send_routed(litellm, wire, capture, logged)
             response = litellm.completion(
                 model=cfg.model, messages=copy.deepcopy(self.messages), api_base=cfg.api_base,
                 api_key=self._api_key(), timeout=self.timeout_s, num_retries=0, max_retries=0,
@@ -369,6 +510,72 @@ class _Call:
             _wire.end()
         latency = _now_ms(t0)
         return self._parse(litellm, response, wire, _text(logged.get("raw")), latency)
+
+    def _send_routed(self, litellm: Any, wire: WireRecord, capture: Callable[[dict], None],
+                     logged: dict[str, Any]) -> dict[str, Any]:
+        """One request through the provider's Router: it picks a deployment, skipping those this
+        call failed on and those whose own slots are all taken (unless that leaves none)."""
+        assert self.routed is not None and self.cfg is not None
+        busy = [_dep_id(self.provider, i) for i in range(len(self.cfg.deployments))
+                if (g := self.gw.deployment_gates.get((self.provider, i))) is not None and g.full]
+        skip = tuple(dict.fromkeys([*self.failed_on, *busy]))
+        self.pick = None
+        _local.call = self
+        try:
+            response = self.routed.router.completion(
+                model=self.provider, messages=copy.deepcopy(self.messages), num_retries=0, max_retries=0,
+                logger_fn=capture, _retry_skipped_deployment_ids=skip,
+                **({"timeout": self.timeout_s} if self.timeout_given else {}), **self.params)
+        except _Cancelled:
+            return {"status": "error", "error_kind": "cancelled", "error": "cancelled", "latency_ms": None}
+        except Exception as exc:
+            latency = _now_ms(self.t_send)
+            if type(exc).__name__ in ("RouterRateLimitError", "RouterRateLimitErrorBasic"):
+                wait = getattr(exc, "cooldown_time", None) or DEPLOYMENT_COOLDOWN_S
+                return {"status": "error", "error_kind": "rate_limited", "latency_ms": latency,
+                        "error": f"every deployment is cooling down after failures: {exc}",
+                        "http_status": None, "response_raw": None, "retry_after_s": float(wait)}
+            failure = classify(exc, wire)
+            if self.pick is not None and failure.kind in RETRYABLE:
+                self.failed_on.append(_dep_id(self.provider, self.pick[0]))
+            retry_after = parse_retry_after(failure.headers) if failure.kind in ("rate_limited",
+                                                                                 "server_error") else None
+            status = f"HTTP {failure.http_status}: " if failure.http_status else ""
+            where = f" (deployment {self.pick[0]}: {self.pick[1]})" if self.pick is not None else ""
+            return {"status": "error", "error_kind": failure.kind, "error": f"{status}{failure.message}{where}",
+                    "http_status": failure.http_status, "response_raw": failure.body, "latency_ms": latency,
+                    "retry_after_s": retry_after}
+        finally:
+            _local.call = None
+            for held in reversed(self.held):
+                held.release()
+            self.held.clear()
+        latency = _now_ms(self.t_send)
+        return self._parse(litellm, response, wire, _text(logged.get("raw")), latency)
+
+    def _picked(self, deployment: dict) -> None:
+        """The Router chose ``deployment`` for this attempt: take its own slot and rpm, then send."""
+        assert self.cfg is not None
+        index = int(str(deployment["model_info"]["id"]).rsplit("[", 1)[1].rstrip("]"))
+        spec = self.cfg.deployments[index]
+        self.pick = (index, spec.api_base)
+        self.model = spec.model or self.cfg.model
+        self.key = self.routed.keys[index] if self.routed is not None else self.key
+        self.request.update({"model": self.model, "api_base": spec.api_base, "deployment": index,
+                             "timeout_s": self.timeout_s if self.timeout_given else spec.timeout_s or self.cfg.timeout_s})
+        start = time.perf_counter()
+        gate = self.gw.deployment_gates.get((self.provider, index))
+        if gate is not None:
+            if not gate.acquire(self.cancel):
+                self._waited(start)
+                raise _Cancelled()
+            self.held.append(gate)
+        limiter = self.gw.deployment_limiters.get((self.provider, index))
+        if limiter is not None and not limiter.acquire(self.cancel):
+            self._waited(start)
+            raise _Cancelled()
+        self._waited(start)
+        self.t_send = time.perf_counter()  # the request's latency starts now, not while waiting
 
     def _parse(self, litellm: Any, response: Any, wire: WireRecord, logged_raw: str | None,
                latency: float) -> dict[str, Any]:

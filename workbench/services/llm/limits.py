@@ -82,6 +82,12 @@ class ConcurrencyGate:
         self.limit = limit
         self._sem = threading.BoundedSemaphore(limit)
         self._poll_s = poll_s
+        self._count_lock = threading.Lock()
+        self.in_use = 0  # slots held now (a hint for routing: read without waiting)
+
+    @property
+    def full(self) -> bool:
+        return self.in_use >= self.limit
 
     def acquire(self, cancel: threading.Event | None = None) -> bool:
         while True:
@@ -91,9 +97,13 @@ class ConcurrencyGate:
                 if cancel is not None and cancel.is_set():
                     self._sem.release()
                     return False
+                with self._count_lock:
+                    self.in_use += 1
                 return True
 
     def release(self) -> None:
+        with self._count_lock:
+            self.in_use -= 1
         self._sem.release()
 
 

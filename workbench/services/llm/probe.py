@@ -30,6 +30,7 @@ class ProbeResult:
     latency_ms: float | None = None
     reply: str | None = None
     error_kind: str | None = None
+    structured: StructuredProbe | None = None  # for an api_base server: which response_format it honours
 
 
 def provider_config(record: dict | ProviderConfig) -> ProviderConfig:
@@ -43,8 +44,11 @@ def provider_config(record: dict | ProviderConfig) -> ProviderConfig:
 
 
 def probe_provider(record: dict | ProviderConfig, *, api_key: str | None = None,
-                   cancel: threading.Event | None = None, max_tokens: int = PROBE_MAX_TOKENS) -> ProbeResult:
-    """One short chat call to the provider. Never raises: a bad configuration is a failed probe."""
+                   cancel: threading.Event | None = None, max_tokens: int = PROBE_MAX_TOKENS,
+                   structured: bool = False) -> ProbeResult:
+    """One short chat call to the provider. Never raises: a bad configuration is a failed probe.
+    ``structured``: for a server at an ``api_base`` that answered, also try both structured-output
+    forms (:func:`probe_structured`) and propose one in ``result.structured``."""
     try:
         config = provider_config(record)
     except InputError as exc:
@@ -61,7 +65,10 @@ def probe_provider(record: dict | ProviderConfig, *, api_key: str | None = None,
                           cancel=cancel)
     if result.ok:
         latency = result.latency_ms or 0.0
-        return ProbeResult(True, f"OK: replied in {latency:.0f} ms", latency, result.text)
+        forms = None
+        if structured and config.api_base and not (cancel is not None and cancel.is_set()):
+            forms = probe_structured(config, api_key=api_key, cancel=cancel)
+        return ProbeResult(True, f"OK: replied in {latency:.0f} ms", latency, result.text, structured=forms)
     return ProbeResult(False, result.error or result.status, result.latency_ms, None, result.error_kind)
 
 
@@ -82,3 +89,61 @@ def key_problem(record: dict | ProviderConfig) -> str | None:
     except InputError as exc:
         return exc.message
     return None
+
+
+# ----- which structured-output form the server honours -------------------------------------------
+STRUCTURED_PROMPT = "Say hello in one word."
+STRUCTURED_SCHEMA = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"],
+                     "additionalProperties": False}
+STRUCTURED_MAX_TOKENS = 24
+FORMS = ("json_schema", "json_object")
+
+
+@dataclass(frozen=True)
+class StructuredProbe:
+    """What each form of ``response_format`` gave (form -> (obeyed, what came back)), and the form
+    to propose: the first that obeyed (``json_schema`` before ``json_object``), else ``off``."""
+
+    results: dict[str, tuple[bool, str]]
+    proposed: str
+
+    @property
+    def message(self) -> str:
+        lines = [f"{form}: {'obeyed the schema' if ok else 'not obeyed'} ({detail})"
+                 for form, (ok, detail) in self.results.items()]
+        return "\n".join([*lines, f"Proposed structured output: {self.proposed}"])
+
+
+def obeys_probe_schema(text: str | None) -> bool:
+    """The tiny schema's reply: one JSON object whose only key is ``word``, a string."""
+    import json
+
+    try:
+        data = json.loads((text or "").strip())
+    except ValueError:
+        return False
+    return isinstance(data, dict) and set(data) == {"word"} and isinstance(data["word"], str)
+
+
+def probe_structured(record: dict | ProviderConfig, *, api_key: str | None = None,
+                     cancel: threading.Event | None = None) -> StructuredProbe:
+    """For a server at an ``api_base``: one tiny schema call per form (``json_schema``, then
+    ``json_object``), no retries, and the form whose reply obeyed the schema. Blocking: a worker's
+    job. A prompt that does not spell out the JSON, so a server that ignores the schema fails."""
+    config = provider_config(record)
+    from workbench.services.llm.gateway import Gateway
+
+    one_try = config.model_copy(update={"max_retries": 0})
+    gateway = Gateway({config.name: one_try}, keys={config.name: api_key} if api_key else None)
+    results: dict[str, tuple[bool, str]] = {}
+    for form in FORMS:
+        result = gateway.call(config.name, [{"role": "user", "content": STRUCTURED_PROMPT}],
+                              sampling={"max_tokens": STRUCTURED_MAX_TOKENS}, cancel=cancel,
+                              schema=("probe", STRUCTURED_SCHEMA), structured_output=form)
+        if not result.ok:
+            results[form] = (False, (result.error or result.status)[:200])
+            continue
+        ok = obeys_probe_schema(result.text)
+        results[form] = (ok, (result.text or "")[:120])
+    proposed = next((form for form in FORMS if results[form][0]), "off")
+    return StructuredProbe(results, proposed)

@@ -60,6 +60,9 @@ class CallResult:
     cached: bool = False
     key_source: str = "none"  # where the key came from ("env:NAME", "keyring:S/U", "none"), never the key
     attempt_log: tuple[dict[str, Any], ...] = ()
+    # A provider with ``deployments``: which one answered (its index and api_base); None otherwise.
+    deployment: int | None = None
+    api_base: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -75,6 +78,7 @@ class CallResult:
             "latency_ms": self.latency_ms, "queued_ms": self.queued_ms, "cached": self.cached,
             "finish_reason": self.finish_reason,
             "started_at": self.started_at, "finished_at": self.finished_at,
+            **({"deployment": self.deployment, "api_base": self.api_base} if self.deployment is not None else {}),
         }
 
     def agent_reply(self, key: str) -> Any:

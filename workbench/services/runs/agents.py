@@ -7,6 +7,7 @@ Nothing here writes to the project file; the runner records what comes back.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import Protocol
 
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply
@@ -133,9 +134,46 @@ class AgentRouter:
             if self._gateway is None:
                 from workbench.services.llm.gateway import Gateway, ResponseCache
 
-                cache = ResponseCache() if self.cfg.cache else None
+                # The runner sets cache_backend to the project file's reply cache (schema step 6).
+                cache = ResponseCache(getattr(self, "cache_backend", None)) if self.cfg.cache else None
                 self._gateway = Gateway(self.cfg.providers, seed=self.cfg.seed, cache=cache)
-        result = self._gateway.call(name, list(call.messages), max_tokens=call.meta.get("max_tokens"),
-                                    sample_index=int(call.meta.get("sample_index", 0)), cancel=cancel,
-                                    **({"on_wait": on_wait} if on_wait is not None else {}))
-        return CallRecord(call, result.agent_reply(call.key), name, False, result.to_dict())
+        return self._ask_model(call, name, cancel, on_wait)
+
+    # ----- a model's call: sampling, the reply's schema, and the re-ask ------------------------
+    def _ask_model(self, call: AgentCall, name: str, cancel: threading.Event, on_wait=None) -> CallRecord:
+        """The call through the gateway, with the provider's sampling under the agent's, the call
+        kind's output cap, and the reply's JSON schema. A reply the protocol's parser cannot read
+        is asked again (the provider's ``reask``, 0 to 2): the unreadable reply goes back as the
+        assistant's, with the problem. The reply the protocol reads is the last one; each earlier
+        one is kept in ``CallRecord.earlier`` (recorded as its own row, see ``record_call``)."""
+        from workbench.core.runs.providers import merged_sampling
+        from workbench.services.llm.structured import reask_messages, reply_problem, reply_schema
+
+        provider = self.cfg.providers.get(name)
+        agent = self.cfg.agent(call.agent)
+        sampling = merged_sampling(provider, agent.sampling if agent is not None else None)
+        schema = reply_schema(call)
+        kwargs = {"sampling": sampling, "cap": call.meta.get("max_tokens"), "schema": schema,
+                  "sample_index": int(call.meta.get("sample_index", 0)), "cancel": cancel,
+                  **({"on_wait": on_wait} if on_wait is not None else {})}
+        result = self._gateway.call(name, list(call.messages), **kwargs)
+        record = CallRecord(call, result.agent_reply(call.key), name, False, result.to_dict())
+        earlier: list[CallRecord] = []
+        for n in range(1, (provider.reask if provider is not None and schema is not None else 0) + 1):
+            problem = reply_problem(call, record.reply.text) if record.reply.ok else None
+            if problem is None or cancel.is_set():
+                break
+            messages = reask_messages(call, record.reply.text or "", problem)
+            retry = self._gateway.call(name, messages, **kwargs)
+            if retry.status == "cancelled":
+                break
+            earlier.append(record)
+            meta = {"reask": n, "reask_error": problem}
+            reply = retry.agent_reply(call.key)
+            record = CallRecord(call, replace(reply, meta={**reply.meta, **meta}), name, False,
+                                {**retry.to_dict(), "reask": meta})
+            if not retry.ok:  # the re-ask failed: the protocol reads the last reply it did get
+                earlier.append(record)
+                record = earlier.pop(-2)
+                break
+        return replace(record, earlier=tuple(earlier)) if earlier else record

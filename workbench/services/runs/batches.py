@@ -57,7 +57,8 @@ def batch_counts(summaries: list[dict]) -> dict:
 def run_batch(store: Store, run_ids: list[str], execute: Callable[[str], dict],
               on_run: Callable[[str], None] = lambda _id: None) -> list[dict]:
     """Run each not-completed run in order; stop at a run left interrupted (cancelled,
-    rate-limited, waiting for a person): the rest waits for the resume. Returns the summaries."""
+    rate-limited, waiting for a person) or stopped at the batch's cap: the rest waits for the
+    resume. A run stopped at its own cap (``run_budget``) does not stop the batch. Returns the summaries."""
     summaries = []
     for run_id in run_ids:
         run = run_rows.get_run(store, run_id)
@@ -67,6 +68,11 @@ def run_batch(store: Store, run_ids: list[str], execute: Callable[[str], dict],
         on_run(run_id)
         summary = execute(run_id)
         summaries.append(summary)
-        if summary.get("status") == "interrupted":
+        if summary.get("status") == "interrupted" or stopped_by_batch_cap(summary):
             break
     return summaries
+
+
+def stopped_by_batch_cap(summary: dict) -> bool:
+    """The run stopped at the batch's own cap (not its run_budget): no later run of the batch starts."""
+    return summary.get("status") == "stopped_at_cap" and (summary.get("budget") or {}).get("scope") == "batch"

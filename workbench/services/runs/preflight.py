@@ -58,6 +58,21 @@ def check_provider(provider: ProviderConfig, *, probe_server: bool = True) -> No
         litellm_provider(provider.model, provider.api_base)
     except ValueError as exc:
         raise InputError(f"{where}.model", str(exc)) from None
+    if provider.deployments:  # each server's model and key; one that is down is the Router's to route around
+        for i, dep in enumerate(provider.deployments):
+            at = f"{where}.deployments[{i}]"
+            try:
+                litellm_provider(dep.model or provider.model, dep.api_base)
+            except ValueError as exc:
+                raise InputError(f"{at}.model", str(exc)) from None
+            env, ring, key_at = ((dep.key_env, dep.key_keyring, at) if dep.key_env or dep.key_keyring
+                                 else (provider.key_env, provider.key_keyring, where))
+            if env or ring:
+                try:
+                    resolve_key(env, ring)
+                except MissingKey as exc:
+                    raise InputError(f"{key_at}.{'api_key_env' if env else 'key_keyring'}", str(exc)) from None
+        return
     if provider.api_base and probe_server:
         probe(provider.api_base, f"{where}.api_base")
     if provider.key_env or provider.key_keyring:

@@ -25,7 +25,10 @@ from workbench.core.project import calls, runs
 from workbench.core.project.run_records import CallRecord, clipped, finish_run, prepare_run, record_call
 from workbench.core.project.store import Store
 from workbench.core.project.validity import degraded_reason, run_validity
+from workbench.core.project.spend import cache_counts, fallback_tokens, run_spend
 from workbench.services.runs.agents import AgentRouter, ManualAgents, needs_human
+from workbench.services.runs.budget import budget_gate, check_run_budget, describe
+from workbench.services.runs.estimate import call_estimate
 from workbench.services.runs.owners import owner, owner_alive
 from workbench.services.runs.preflight import preflight
 
@@ -39,6 +42,8 @@ class RunProgress:
     failed: int
     eta_s: float | None
     message: str = ""
+    cache_hits: int | None = None  # with the reply cache on: calls it answered in this session
+    cache_calls: int | None = None  # ... of the calls to a model finished in this session
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,10 @@ WAITING_FOR_HUMAN = "waiting for a human decision"
 WAIT_MARK = "⧗"  # a progress message that starts with it: a call waits before a retry
 
 
+class _CapStop(Exception):
+    """The run reached a budget cap (SPEC §6 "Budgets"): it ends ``stopped_at_cap``, resumable."""
+
+
 class _Stop(Exception):
     """The run stops here, resumable: cancelled, rate-limited, or waiting for a human."""
 
@@ -102,7 +111,7 @@ class Runner:
 
     # ----- creating and running --------------------------------------------------------------
     def create(self, cfg: RunConfig, *, label: str = "", batch_id: str | None = None,
-               replicate: int | None = None) -> str:
+               replicate: int | None = None, estimate: bool = True) -> str:
         if cfg.protocol == "findings" and cfg.findings_from_run and not cfg.findings:
             from workbench.core.project.panel import findings_from_run
 
@@ -117,6 +126,8 @@ class Runner:
                         label=label or cfg.label or cfg.query[:60],
                         config=cfg.model_dump(mode="json", by_alias=True), seed=cfg.seed, dispatch=cfg.dispatch,
                         simulated=cfg.simulated, batch_id=batch_id, replicate=replicate)
+        if estimate and not cfg.simulated:  # a simulated run is its own estimate: not dry-run twice
+            _store_estimate(self.store, run_id, cfg)
         return run_id
 
     def replay(self, source_run_id: str) -> str:
@@ -125,7 +136,8 @@ class Runner:
         source = runs.get_run(self.store, source_run_id)
         if source is None:
             raise WorkbenchError(f"There is no run {source_run_id!r} in this project.")
-        run_id = self.create(parse_run_config(source.config, stored=True), label=f"replay of {source_run_id}")
+        run_id = self.create(parse_run_config(source.config, stored=True), label=f"replay of {source_run_id}",
+                             estimate=False)
         runs.set_provenance(self.store, run_id, {"replay_of": source_run_id})
         self._replay_from = source_run_id
         try:
@@ -147,8 +159,11 @@ class Runner:
         cfg = parse_run_config(run.config, stored=True)
         if self._replay_from is None:  # a replay answers from the stored replies
             preflight(cfg)  # before the run goes "running": a provider that cannot be called spends nothing
+            check_run_budget(run, cfg)  # a dollar cap on a model with no price, unless a token cap is given too
         runs.claim_run(store, run_id, owner())
         self._run_id, self._cfg = run_id, cfg
+        self._budget = None if self._replay_from is not None else budget_gate(store, run)
+        self._cache = {"hits": 0, "calls": 0} if cfg.cache else None
         self._done = _completed_calls(store, run_id)
         self._resumed = len(self._done)
         self._replay = _completed_calls(store, self._replay_from) if self._replay_from else {}
@@ -157,12 +172,18 @@ class Runner:
         self._started = time.perf_counter()
         self._echo_sessions: dict[str, dict] = {}
         router = AgentRouter(cfg, gateway=self.gateway, manual=self.manual)
+        if cfg.cache and self.gateway is None:  # the reply cache lives in the project file (schema step 6)
+            from workbench.services.llm.cache import ProjectCacheBackend
+
+            router.cache_backend = ProjectCacheBackend(store, seed=cfg.seed, replicate=run.replicate, run_id=run_id)
         status, error, summary, waiting_for_human = "completed", None, {}, False
         try:
             prepare_run(store, run_id, cfg)
             result = self._drive(protocol_generator(cfg, run_id=run_id, issue_marker=self._marker_issuer(run_id, cfg)),
                                  router)
             summary = finish_run(store, run_id, cfg, result)
+        except _CapStop as stop:
+            status, error = "stopped_at_cap", str(stop)
         except _Stop as stop:
             status, error = "interrupted", str(stop)
             waiting_for_human = stop.for_human
@@ -184,6 +205,12 @@ class Runner:
                    "duration_s": round(duration, 3), "resumed_calls": self._resumed}
         if self._replay_from is not None:
             summary["missing_replies"] = self._missing
+        if self._budget:  # which caps held, what was spent against them, and the one reached
+            summary["budget"] = {**self._budget.summary(), "spend": run_spend(store, run_id).to_dict()}
+        if cfg.cache:
+            hits, model_calls = cache_counts(store, run_id)
+            summary["cache_hits"] = hits
+            summary["cache_hit_rate"] = round(hits / model_calls, 4) if model_calls else None
         if waiting_for_human:  # the CLI's exit code and message tell the person what to do
             summary["waiting_for_human"] = True
         runs.end_run(store, run_id, status, error=error, summary=summary)
@@ -230,6 +257,10 @@ class Runner:
             replies[rec.call.key] = rec.reply
             self._count["done"] += 1
             self._count["failed"] += int(not rec.reply.ok)
+            if self._cache is not None and rec.gateway.get("model") not in (None, "sim", "manual") \
+                    and not rec.simulated:
+                self._cache["calls"] += 1
+                self._cache["hits"] += int(rec.gateway.get("cost_source") == "cache")
             if rec.gateway.get("status") == "rate_limited":
                 pause.append("rate-limited by the provider")
             elif needs_human(rec):
@@ -240,27 +271,48 @@ class Runner:
             for call in todo:
                 finished(self._replayed(call))
             todo = []
-        def answer(call: AgentCall) -> CallRecord:
-            self._call_event("started", call)
-            return router.answer(call, self.cancel, on_wait=lambda info, c=call: self._call_waits(c, info))
+        def answer(call: AgentCall) -> CallRecord | None:
+            """The call's record; None when a budget cap keeps it from being sent."""
+            gate = self._budget
+            priced = self._model_provider(router, call) if gate else None
+            if priced is None:
+                self._call_event("started", call)
+                return router.answer(call, self.cancel, on_wait=lambda info, c=call: self._call_waits(c, info))
+            tokens, usd = call_estimate(self._cfg, call, priced)
+            if not gate.acquire(tokens, usd, self.cancel):
+                return None
+            spent = (0, 0.0)
+            try:
+                self._call_event("started", call)
+                rec = router.answer(call, self.cancel, on_wait=lambda info, c=call: self._call_waits(c, info))
+                spent = _spent_by(rec)
+                return rec
+            finally:
+                gate.release(tokens, usd, *spent)
 
         if self._cfg.dispatch == "sequential" or len(todo) <= 1:
             for call in todo:
                 if self.cancel.is_set():
                     break
-                finished(answer(call))
+                rec = answer(call)
+                if rec is None:
+                    break
+                finished(rec)
         else:
             with ThreadPoolExecutor(max_workers=min(self.max_workers, len(todo)), thread_name_prefix="rwb-call") as pool:
                 pending: set[Future] = {pool.submit(answer, call) for call in todo}
                 while pending:
                     done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
                     for future in done:
-                        finished(future.result())
+                        if (rec := future.result()) is not None:
+                            finished(rec)
                     if self.cancel.is_set():
                         for future in pending:
                             future.cancel()
         if self.cancel.is_set():
             raise _Stop("cancelled by the user; resume it to finish")
+        if self._budget and self._budget.reached is not None:
+            raise _CapStop(self._cap_message(len(batch.calls) - len([k for k in replies if replies[k].ok])))
         if pause:
             missing = len(batch.calls) - len([k for k in replies if replies[k].ok])
             raise _Stop(f"{pause[0]}; {missing} call(s) of this step can be resumed",
@@ -337,7 +389,34 @@ class Runner:
         done, known = self._count["done"], self._count["known"] - self._resumed
         elapsed = time.perf_counter() - self._started
         eta = elapsed / done * max(known - done, 0) if done else None
-        self.on_progress(RunProgress(self._run_id, phase, done, max(known, done), self._count["failed"], eta))
+        cache = self._cache or {}
+        self.on_progress(RunProgress(self._run_id, phase, done, max(known, done), self._count["failed"], eta,
+                                     cache_hits=cache.get("hits"), cache_calls=cache.get("calls")))
+
+    # ----- budgets ---------------------------------------------------------------------------
+    def _model_provider(self, router: AgentRouter, call: AgentCall) -> str | None:
+        """The provider of a call that goes to a model (and so spends), or None (sim, a person)."""
+        try:
+            name = router.provider_of(call)
+        except KeyError:
+            return None
+        spec = self._cfg.providers.get(name)
+        if spec is None or spec.simulated or spec.model == "manual":
+            return None
+        return name
+
+    def _cap_message(self, missing: int) -> str:
+        gate = self._budget
+        cap = gate.reached
+        spent = cap.spent_before + gate.spent[cap.kind]
+        flag = "--max-tokens N" if cap.kind == "tokens" else "--max-usd X"
+        target = self._batch_id_of() if cap.scope == "batch" else self._run_id
+        return (f"stopped at its cap, {describe(cap, spent)}; {missing} call(s) of this step not sent; "
+                f"rwb resume {target} {flag} with a higher cap continues it")
+
+    def _batch_id_of(self) -> str:
+        run = runs.get_run(self.store, self._run_id)
+        return (run.batch_id if run is not None else None) or self._run_id
 
     def _counts(self, run_id: str) -> dict:
         c = calls.counts(self.store, run_id)
@@ -347,3 +426,38 @@ class Runner:
 def _completed_calls(store: Store, run_id: str) -> dict[str, AgentReply]:
     """The replies already recorded for this run: a resumed run reuses them instead of calling again."""
     return {r.step_key: AgentReply(r.step_key, r.text, None, r.meta) for r in calls.completed_replies(store, run_id)}
+
+
+def _spent_by(rec: CallRecord) -> tuple[int, float]:
+    """What a call spent, re-asks included: a cache hit or a failed call nothing but its reported tokens;
+    a reply with no reported usage about 4 characters a token (as :mod:`workbench.core.project.spend`)."""
+    tokens, usd = 0, 0.0
+    for r in (rec, *getattr(rec, "earlier", ())):
+        g = r.gateway
+        if g.get("cached"):
+            continue
+        counted = g.get("total_tokens")
+        if counted is None and g.get("prompt_tokens") is not None and g.get("completion_tokens") is not None:
+            counted = g["prompt_tokens"] + g["completion_tokens"]
+        if counted is None and g.get("status") == "ok":
+            import json
+
+            counted = fallback_tokens(json.dumps(g.get("request") or {}), r.reply.text)
+        tokens += int(counted or 0)
+        usd += float(g.get("cost_usd") or 0.0)
+    return tokens, usd
+
+
+def _store_estimate(store: Store, run_id: str, cfg: RunConfig) -> None:
+    """The run's estimate, kept with it (``runs.provenance_json["estimate"]``) for the report."""
+    from workbench.services.runs.estimate import estimate
+
+    try:
+        est = estimate(cfg)
+    except Exception:  # an estimate is advice: a run never fails for want of one
+        import logging
+
+        logging.getLogger(__name__).warning("no estimate for run %s", run_id, exc_info=True)
+        return
+    est.pop("method", None)
+    runs.set_provenance(store, run_id, {"estimate": est})

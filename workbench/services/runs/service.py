@@ -112,9 +112,11 @@ class RunService(QObject):
             from workbench.core.project import runs
             from workbench.core.project.panel import run_config_from_project
 
+            from workbench.services.runs.estimate import check_budget
             from workbench.services.runs.preflight import preflight
 
             cfg = run_config_from_project(store, config_id)
+            check_budget(cfg)  # a dollar cap on a model with no price: refused, nothing exists yet
             preflight(cfg)  # refused before the run exists (and off the GUI thread: it may import litellm)
             run_id = runner.create(cfg, label=label)
             runs.set_config_id(store, run_id, config_id)
@@ -128,8 +130,10 @@ class RunService(QObject):
         ``failed`` (the check runs on the run's thread: it may import litellm)."""
 
         def prepare(_store: Store, runner) -> str:
+            from workbench.services.runs.estimate import check_budget
             from workbench.services.runs.preflight import preflight
 
+            check_budget(cfg)
             preflight(cfg)
             return runner.create(cfg, label=label)
 
@@ -147,9 +151,11 @@ class RunService(QObject):
         def prepare(store: Store, runner) -> str:
             from workbench.core.project import runs
             from workbench.core.runs.config import parse_run_config
+            from workbench.services.runs.estimate import check_budget
             from workbench.services.runs.preflight import preflight
 
             cfg = parse_run_config(data)
+            check_budget(cfg)
             preflight(cfg)
             run_id = runner.create(cfg, label=label)
             if config_id is not None:
@@ -165,9 +171,11 @@ class RunService(QObject):
         def work(store: Store, runner) -> dict:
             from workbench.core.runs.batch import expand_batch
             from workbench.services.runs.batches import create_batch
+            from workbench.services.runs.estimate import check_document_budget
             from workbench.services.runs.preflight import preflight
 
             _, planned = expand_batch(data)
+            check_document_budget(data, [run.config for run in planned])
             preflight(*(run.config for run in planned))  # a provider that cannot be called: nothing exists yet
             batch_id, ids = create_batch(store, data, runner)
             return self._run_batch(store, runner, batch_id, ids)

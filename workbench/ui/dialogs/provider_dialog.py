@@ -28,8 +28,10 @@ from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QDialogButtonBo
 
 from workbench.core.errors import InputError
 from workbench.core.limits import MAX_CONCURRENCY, MAX_RETRIES, MAX_RPM, MAX_TIMEOUT_S
+from workbench.core.runs.providers import DEFAULT_REASK, MAX_REASK, PROVIDER_OPTIONS, STRUCTURED_OUTPUT
 from workbench.services.workers import WorkerPool
 from workbench.ui.widgets.field_check import FieldMessage, css, mark
+from workbench.ui.widgets.sampling_fields import SamplingFields
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,22 @@ class ProviderDialog(QDialog):
         self.timeout.setSuffix(" s")
         self.retries = QSpinBox(self)
         self.retries.setRange(0, MAX_RETRIES)
-        self.messages = {f: FieldMessage(self) for f in ("name", "model", "api_base", "key", "limits")}
+        self.messages = {f: FieldMessage(self) for f in ("name", "model", "api_base", "key", "limits", "sampling")}
+        self.sampling = SamplingFields(self)
+        self.structured_output = QComboBox(self)
+        self.structured_output.setObjectName("providerStructuredOutput")
+        for mode in STRUCTURED_OUTPUT:
+            self.structured_output.addItem(mode, mode)
+        self.structured_output.setToolTip("How a JSON reply's schema is sent: auto (json_schema where litellm "
+                                          "knows the model takes one), json_schema, json_object (llama-cpp-python), off")
+        self.reask = QSpinBox(self)
+        self.reask.setObjectName("providerReask")
+        self.reask.setRange(0, MAX_REASK)
+        self.reask.setToolTip("Times an unreadable JSON reply is asked again, with the parse error")
+        self.use_form = QPushButton(self)
+        self.use_form.setObjectName("providerUseForm")
+        self.use_form.hide()
+        self.use_form.clicked.connect(self._on_use_form)
 
         # The key: none, the OS keyring, or an environment variable.
         self.key_box = QGroupBox("API key", self)
@@ -189,9 +206,21 @@ class ProviderDialog(QDialog):
         limits.setColumnStretch(5, 1)
         form.addRow("Limits", limits)
         form.addRow("", self.messages["limits"])
+        form.addRow("Sampling", self.sampling)
+        form.addRow("", self.messages["sampling"])
+        output = QHBoxLayout()
+        output.setContentsMargins(0, 0, 0, 0)
+        output.addWidget(self.structured_output)
+        reask_label = QLabel("Re-asks", self)
+        reask_label.setBuddy(self.reask)
+        output.addWidget(reask_label)
+        output.addWidget(self.reask)
+        output.addStretch(1)
+        form.addRow("Structured output", output)
         test = QHBoxLayout()
         test.addWidget(self.test_button)
         test.addWidget(self.test_result, 1)
+        test.addWidget(self.use_form)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self.key_box)
@@ -204,6 +233,9 @@ class ProviderDialog(QDialog):
             widget.textEdited.connect(self._on_edited)
         for spin in (self.max_concurrency, self.rpm, self.retries, self.timeout):
             spin.valueChanged.connect(self._on_edited)
+        self.sampling.edited.connect(self._on_edited)
+        self.structured_output.activated.connect(self._on_edited)
+        self.reask.valueChanged.connect(self._on_edited)
         self.key_mode.idToggled.connect(lambda _i, on: on and self._on_edited())
         self.test_button.clicked.connect(self._on_test_clicked)
         self._check_keyring()
@@ -222,6 +254,11 @@ class ProviderDialog(QDialog):
         self.timeout.setValue(float(p.get("timeout_s") or 60.0))
         self.retries.setValue(int(p["max_retries"]) if p.get("max_retries") is not None else 3)
         self.key_env.setText(p.get("key_env") or "")
+        options = {**(p.get("options_json") or {}), **{k: p[k] for k in PROVIDER_OPTIONS if k in p}}
+        self.sampling.set_values(options)
+        self.structured_output.setCurrentIndex(max(self.structured_output.findData(
+            options.get("structured_output") or "auto"), 0))
+        self.reask.setValue(int(options["reask"]) if options.get("reask") is not None else DEFAULT_REASK)
         if p.get("key_keyring"):
             self.key_keyring.setChecked(True)
             self.stored_note.setText(f"A key is stored in the keyring entry “{p['key_keyring']}”; it is never shown. "
@@ -284,7 +321,8 @@ class ProviderDialog(QDialog):
                 "key_env": self.key_env.text().strip() or None if mode == "env" else None,
                 "key_keyring": keyring_entry, "max_concurrency": self.max_concurrency.value(),
                 "rpm": self.rpm.value() or None, "timeout_s": float(self.timeout.value()),
-                "max_retries": self.retries.value()}
+                "max_retries": self.retries.value(), **self.sampling.values(),
+                "structured_output": self.structured_output.currentData(), "reask": self.reask.value()}
 
     def check(self) -> dict | None:
         """The checked row, or None with the field at fault marked inline."""
@@ -308,7 +346,10 @@ class ProviderDialog(QDialog):
                 record = check_provider_record(record)
             except InputError as exc:
                 field = {"api_key_env": "key", "key_keyring": "key"}.get(exc.field, exc.field)
-                problem = (field if field in self.messages else "limits", exc.message)
+                if field in PROVIDER_OPTIONS:
+                    field = "sampling"
+                problem = (field if field in self.messages else "limits", f"{exc.field}: {exc.message}"
+                           if field == "sampling" else exc.message)
         if problem is None:
             return record
         field, message = problem
@@ -382,10 +423,12 @@ class ProviderDialog(QDialog):
         self.test_result.setStyleSheet("")
         self.test_result.setText("Testing…")
 
+        self.use_form.hide()
+
         def job(_cancel: threading.Event):
             from workbench.services.llm.probe import probe_provider
 
-            return probe_provider(record, api_key=key, cancel=cancel)
+            return probe_provider(record, api_key=key, cancel=cancel, structured=True)
 
         if self.workers is None:
             self._on_tested(job(cancel))
@@ -396,14 +439,28 @@ class ProviderDialog(QDialog):
         self.testing = False
         self.test_button.setEnabled(self.kind.currentData() != "sim")
         level = "ok" if result.ok else "error"
-        self.test_result.setText(("✔ " if result.ok else "✖ ") + result.message)
+        forms = getattr(result, "structured", None)
+        extra = f"\n{forms.message}" if forms is not None else ""
+        self.test_result.setText(("✔ " if result.ok else "✖ ") + result.message + extra)
         self.test_result.setStyleSheet(f"color: {css(level)};")
+        if forms is not None and forms.proposed != self.structured_output.currentData():
+            self.use_form.setText(f"Use {forms.proposed}")
+            self.use_form.setProperty("form", forms.proposed)
+            self.use_form.show()
         self.tested.emit(result.ok, result.message)
 
     def _on_test_failed(self, error) -> None:
         from workbench.services.llm.probe import ProbeResult
 
         self._on_tested(ProbeResult(False, error.message))
+
+
+    def _on_use_form(self) -> None:
+        """One click applies the structured-output form the test proposed."""
+        form = self.use_form.property("form")
+        self.structured_output.setCurrentIndex(max(self.structured_output.findData(form), 0))
+        self.use_form.hide()
+        self._on_edited()
 
 
 def _cell(parent: QWidget, field: QWidget, message: FieldMessage) -> QWidget:

@@ -154,6 +154,11 @@ class ClustersActions:
             self.edits.set_role(aid, agent["role"], value)
         elif field == "persona" and value != (agent["persona"] or ""):
             self.edits.set_persona(aid, agent["persona"] or "", value)
+        elif field == "sampling":
+            from workbench.ui.widgets.agent_editor import stored_sampling
+
+            if value != stored_sampling(agent):
+                self.edits.set_sampling(aid, stored_sampling(agent), value)
 
     def _commit_params(self, agent_id: str, old: dict, new: dict, done) -> None:
         self.edits.set_params(agent_id, old, new, done)

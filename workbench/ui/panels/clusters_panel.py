@@ -101,8 +101,20 @@ class ClustersPanel(ClustersActions, Panel):
         self.tabs.addTab(self._build_panel_tab(), "Panel")
         from workbench.ui.widgets.providers_view import ProvidersView
 
+        from workbench.ui.widgets.provider_health import ProviderHealth
+
         self.providers_view = ProvidersView(self)
-        self.tabs.addTab(self.providers_view, "Providers")
+        # Provider health (issue 19) below the list: it reads calls and votes on its own Reader,
+        # so this panel's TABLES stay the configuration's.
+        self.provider_health = ProviderHealth(model, self)
+        providers_page = QSplitter(Qt.Orientation.Vertical, self)
+        providers_page.setObjectName("providersSplit")
+        providers_page.setChildrenCollapsible(False)
+        providers_page.addWidget(self.providers_view)
+        providers_page.addWidget(self.provider_health)
+        providers_page.setStretchFactor(0, 1)
+        providers_page.setStretchFactor(1, 1)
+        self.tabs.addTab(providers_page, "Providers")
         # The window puts each panel in a scroll area sized by the panel's preferred height: the
         # tabs ask for none, so the panel fits its dock and its splitter shares what there is.
         self.tabs.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)

@@ -63,6 +63,7 @@ class LiveRunPanel(Panel):
         self._asking = Reader(model.reads, self, name="read ballots")
         self._detail = Reader(model.reads, self, name="read call detail")
         self._escalation = Reader(model.reads, self, name="read escalation")
+        self._estimating = Reader(model.reads, self, name="estimate the run")  # beside Start
         self.source = ConfigSource(self)
         self._build()
 
@@ -87,6 +88,7 @@ class LiveRunPanel(Panel):
         self.editor.changed.connect(self._update_buttons)
         self.editor.changed.connect(self._sync_combo)
         self.editor.validated.connect(self._update_buttons)
+        self.editor.validated.connect(self._on_validated)
         self.tabs.addTab(self.editor, "Configure")
         # A call a person plays takes the dock's whole width and height (the dock is short), in
         # a tab of its own that shows only while a call waits, and is brought forward then.
@@ -142,7 +144,14 @@ class LiveRunPanel(Panel):
         self.resume_button = self._button("⟳ Resume", "Finish the selected run (or its batch): only the missing "
                                           "calls are issued", self._on_resume_clicked)
         self.cancel_button = self._button("■ Cancel", "Stop the run; it stays resumable", self._on_cancel_clicked)
-        for b in (self.start_button, self.resume_button, self.cancel_button):
+        controls.addWidget(self.start_button)
+        # What Start would spend: calls, tokens and cost, worked out off the GUI thread from the
+        # configuration being edited (services.runs.estimate), whenever it validates.
+        self.estimate_label = QLabel("", self)
+        self.estimate_label.setObjectName("runEstimate")
+        self.estimate_label.setTextFormat(Qt.TextFormat.PlainText)
+        controls.addWidget(self.estimate_label)
+        for b in (self.resume_button, self.cancel_button):
             controls.addWidget(b)
         self.progress_bar = QProgressBar(self)
         self.progress_bar.setObjectName("liveRunProgress")
@@ -311,7 +320,7 @@ class LiveRunPanel(Panel):
         self.content.hide()
         self._configs, self._run_rows, self._shown_run = [], [], None
         self._counts, self._decisions, self._answer_when_asked = {}, {}, {}
-        for reader in (self._asking, self._detail, self._escalation):
+        for reader in (self._asking, self._detail, self._escalation, self._estimating):
             reader.cancel()
         self.source.clear()
         self.config_combo.clear()
@@ -541,6 +550,40 @@ class LiveRunPanel(Panel):
         else:
             self.service.resume(run["id"])
 
+    def _on_validated(self, check) -> None:
+        """The configuration being edited validated: its estimate, read off the GUI thread."""
+        if not getattr(check, "ok", False):
+            self._estimating.cancel()
+            self.estimate_label.setText("")
+            self.estimate_label.setToolTip("")
+            return
+        doc = self.editor.document()
+
+        def read(_cancel):
+            from workbench.services.runs.estimate import estimate_document
+
+            return estimate_document(doc)
+
+        self._estimating.load(read, self._show_estimate,
+                              on_failed=lambda e: self._show_estimate({"error": e.message}))
+
+    def _show_estimate(self, est: dict) -> None:
+        from workbench.services.runs.estimate import estimate_line
+
+        if est.get("error"):
+            self.estimate_label.setText("")
+            self.estimate_label.setToolTip(f"No estimate: {est['error']}")
+            return
+        line = estimate_line(est)
+        self.estimate_label.setText(line.split(" (")[0])  # plain text; the models without a price in the tooltip
+        rows = []
+        for name, p in est.get("providers", {}).items():
+            cost = "cost unknown" if p["cost_usd"] is None else f"${p['cost_usd']:.4f}"
+            rows.append(f"<br>{escape_html(name)} ({escape_html(p['model'])}): {p['calls']:,} calls, "
+                        f"{p['prompt_tokens'] + p['completion_tokens']:,} tokens, {cost}")
+        self.estimate_label.setToolTip(f"<b>Estimate before Start</b>: {escape_html(line)}{''.join(rows)}"
+                                       f"<br><i>{escape_html(est.get('method', ''))}</i>")
+
     def _on_cancel_clicked(self) -> None:
         if self.service is not None:
             self.service.cancel()
@@ -621,6 +664,8 @@ class LiveRunPanel(Panel):
             batch = f"{escape_html(self.service.batch_id)} · "
         # The counts first: the dock is narrow, and the phase strip names the phase too.
         text = f"{escape_html(progress_text(p, eta=not waiting))}"
+        if getattr(p, "cache_calls", None):  # the reply cache's hits in this session
+            text += f", cache {p.cache_hits}/{p.cache_calls} hits"
         if p.message.startswith(WAIT_MARK):  # a call waits before its retry (a 429): said as it happens
             text += f" — <span style='color:{tone(AMBER)}'>{escape_html(p.message)}</span>"
         text += f"{waiting} · {batch}<b>{escape_html(p.phase or 'Running')}</b>"
@@ -642,8 +687,12 @@ class LiveRunPanel(Panel):
         runs = f"{len(summary.get('runs', []))} of {summary.get('planned_runs')} runs, " if summary.get("batch_id") else ""
         text = f"{glyph} {what} {status}: {runs}{summary.get('calls', 0)} calls, " \
                f"{summary.get('failed_calls', 0)} failed, {summary.get('invalid_calls', 0)} invalid"
+        if summary.get("cache_hit_rate") is not None:
+            text += f", cache hit rate {summary['cache_hit_rate']:.0%}"
         if status == "interrupted":
             text += " — select it and Resume to finish"
+        elif status == "stopped_at_cap":
+            text += " — select it and Resume once its budget is raised"
         reason = summary.get("error") if status != "completed" else None
         colour = tone(RUN_STATUS.get(status, ("", ""))[1])
         body = escape_html(text) + (f" — {escape_html(reason)}" if reason else "")

@@ -40,9 +40,9 @@ from workbench.ui.widgets.trace_detail import VERDICT_COLOURS, VERDICT_GLYPHS, R
 
 # What tells records apart first (a narrow dock shows these), then where they come from.
 COLUMNS = (("kind", "Kind"), ("id", "#"), ("agent", "Agent"), ("round", "Rnd"), ("validity", "Validity"),
-           ("text", "Claim / reply"), ("tier", "Tier"), ("flags", "Flags"), ("sim", "SIM"), ("audit", "Audit"),
-           ("run_id", "Run"), ("phase", "Phase"), ("protocol", "Protocol"), ("provider", "Provider"),
-           ("batch_id", "Batch"), ("time", "Time (UTC)"))
+           ("quality", "Quality"), ("text", "Claim / reply"), ("tier", "Tier"), ("flags", "Flags"), ("sim", "SIM"),
+           ("audit", "Audit"), ("run_id", "Run"), ("phase", "Phase"), ("protocol", "Protocol"),
+           ("provider", "Provider"), ("batch_id", "Batch"), ("time", "Time (UTC)"))
 SORT_KEYS = {"sim": "simulated"}
 TABLE_OF = {"call": "llm_calls", "trace": "traces", "vote": "votes", "ballot": "cons_ballots", "finding": "findings",
             "finding_vote": "finding_votes"}
@@ -321,9 +321,13 @@ class TraceInspectorPanel(Panel):
         self.shown = (kind, record_id)
 
         def read(_cancel):
+            from workbench.core.project.quality import record_flags
             from workbench.core.project.record_detail import record_detail
 
-            return record_detail(reading, kind, record_id)
+            d = record_detail(reading, kind, record_id)
+            if d is not None:  # the reply quality flags (issue 19): notes for the reader
+                d.extras["quality"] = record_flags(reading, kind, d.id)
+            return d
 
         self._detail_reader.load(read, lambda d: self._show_detail(kind, record_id, d),
                                  cleanup=reading.close_connection)
@@ -535,6 +539,7 @@ def _display(r: dict) -> dict:
             "validity": f"{VALIDITY_GLYPHS.get(validity, '')} {validity}",
             "sim": "SIM" if r["simulated"] else "", "time": (r.get("time") or "")[:19].replace("T", " "),
             "audit": f"{VERDICT_GLYPHS[verdict]} {verdict}" if verdict in VERDICT_GLYPHS else "",
+            "quality": r.get("quality") or "", "_quality": "\n".join(r.get("quality_notes") or ()),
             "text": " ".join(str(r.get("text") or "").split())}
 
 
@@ -546,8 +551,12 @@ def _decorate(row: dict, key: str, role: int) -> object:
             return theme.colour("sim")
         if key == "audit" and row["_audit"] in VERDICT_COLOURS:
             return theme.colour(VERDICT_COLOURS[row["_audit"]])
+        if key == "quality" and row["quality"]:
+            return theme.colour("warning")
         if row["_validity"] != "ok":
             return theme.colour("muted")  # invalid or failed: shown, never hidden
+    if role == Qt.ItemDataRole.ToolTipRole and key == "quality":
+        return html.escape(row["_quality"]) if row["_quality"] else None
     if role == Qt.ItemDataRole.ToolTipRole and key in ("text", "run_id", "flags", "phase"):
         return html.escape(str(row[key])) if row[key] else None
     return None

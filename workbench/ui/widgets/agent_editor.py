@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QComboBox, QFrame, QGridLayout, QLabel, QLineEdit
 from workbench.ui.widgets.cluster_editor import field_cell
 from workbench.ui.widgets.field_check import FieldMessage, mark, worst
 from workbench.ui.widgets.persona_editor import PersonaEditor
+from workbench.ui.widgets.sampling_fields import SamplingFields
 
 ROLES = ("", "alpha", "beta", "gamma", "silent", "scout", "auditor", "dev")
 ROLE_HELP = ("ARM: alpha (deontological), beta (consequentialist), gamma (reconciler), silent (the baseline "
@@ -28,7 +29,7 @@ PERSONA_IDLE_MS = 700  # the persona is written this long after typing stops
 
 class AgentEditor(QWidget):
     edited = Signal(str)  # a field's text changed
-    committed = Signal(str)  # "id", "cluster", "provider", "role" or "persona": write it
+    committed = Signal(str)  # "id", "cluster", "provider", "role", "persona" or "sampling": write it
 
     def __init__(self, persona: PersonaEditor, parent: QWidget | None = None):
         super().__init__(parent)
@@ -58,9 +59,13 @@ class AgentEditor(QWidget):
         self.persona_text.setTabChangesFocus(True)
         line = self.persona_text.fontMetrics().lineSpacing()
         self.persona_text.setFixedHeight(line * 3 + 12)
-        self.messages = {f: FieldMessage(self) for f in ("id", "cluster", "provider", "role", "persona", "params")}
+        self.sampling = SamplingFields(self, default_text="provider's")
+        self.sampling.setObjectName("agentSampling")
+        self.sampling.setToolTip("This agent's sampling: each key left at \"provider's\" takes the provider's value")
+        self.messages = {f: FieldMessage(self) for f in ("id", "cluster", "provider", "role", "persona", "sampling",
+                                                         "params")}
         self.inputs = {"id": self.id, "cluster": self.cluster, "provider": self.provider, "role": self.role,
-                       "persona": self.persona_text}
+                       "persona": self.persona_text, "sampling": self.sampling}
         self._models: dict[str, str] = {}  # provider name -> its model
 
         self.id.textEdited.connect(lambda _t: self._on_edited("id"))
@@ -77,6 +82,11 @@ class AgentEditor(QWidget):
         self._persona_timer.setSingleShot(True)
         self._persona_timer.setInterval(PERSONA_IDLE_MS)
         self._persona_timer.timeout.connect(lambda: self._on_finished("persona"))
+        self._sampling_timer = QTimer(self)
+        self._sampling_timer.setSingleShot(True)
+        self._sampling_timer.setInterval(PERSONA_IDLE_MS)
+        self._sampling_timer.timeout.connect(lambda: self._on_finished("sampling"))
+        self.sampling.edited.connect(self._on_sampling_typed)
         self._loading = False
 
         fields = QWidget(self)
@@ -96,7 +106,9 @@ class AgentEditor(QWidget):
         grid.addWidget(field_cell(fields, self.role, self.messages["role"]), 3, 1)
         grid.addWidget(QLabel("Persona", fields), 4, 0, Qt.AlignmentFlag.AlignTop)
         grid.addWidget(field_cell(fields, self.persona_text, self.messages["persona"]), 4, 1, 1, 3)
-        grid.addWidget(self.messages["params"], 5, 0, 1, 4)
+        grid.addWidget(QLabel("Sampling", fields), 5, 0, Qt.AlignmentFlag.AlignTop)
+        grid.addWidget(field_cell(fields, self.sampling, self.messages["sampling"]), 5, 1, 1, 3)
+        grid.addWidget(self.messages["params"], 6, 0, 1, 4)
         grid.setColumnStretch(1, 1)
         grid.setColumnStretch(3, 1)
         for row in (1, 2, 3):
@@ -161,6 +173,8 @@ class AgentEditor(QWidget):
                 self.role.setCurrentText(agent["role"] or "")
             if "persona" not in self.dirty and self.persona_text.toPlainText() != (agent["persona"] or ""):
                 self.persona_text.setPlainText(agent["persona"] or "")
+            if "sampling" not in self.dirty and self.sampling.values() != stored_sampling(agent):
+                self.sampling.set_values(stored_sampling(agent))
         finally:
             self._loading = False
         self._show_model()
@@ -183,6 +197,8 @@ class AgentEditor(QWidget):
             return self.inputs[field].currentData()
         if field == "role":
             return self.role.currentText().strip() or None
+        if field == "sampling":
+            return self.sampling.values()
         return self.persona_text.toPlainText()
 
     def typed(self) -> dict:
@@ -208,6 +224,9 @@ class AgentEditor(QWidget):
         if self._persona_timer.isActive():
             self._persona_timer.stop()
             self._on_finished("persona")
+        if self._sampling_timer.isActive():
+            self._sampling_timer.stop()
+            self._on_finished("sampling")
 
     # ----- slots -----------------------------------------------------------------------------
     def _on_edited(self, field: str) -> None:
@@ -229,7 +248,18 @@ class AgentEditor(QWidget):
         self._on_edited("persona")
         self._persona_timer.start()
 
+    def _on_sampling_typed(self) -> None:
+        if self._loading or self.agent is None:
+            return
+        self._on_edited("sampling")
+        self._sampling_timer.start()
+
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt API)
         if watched is self.persona_text and event.type() == QEvent.Type.FocusOut:
             self.flush()
         return super().eventFilter(watched, event)
+
+
+def stored_sampling(agent: dict | None) -> dict:
+    """An ``agents`` row's sampling overrides (kept in its ``params_json``)."""
+    return dict(((agent or {}).get("params_json") or {}).get("sampling") or {})

@@ -193,7 +193,8 @@ class PersonaEditor(QWidget):
         """Show ``agent``'s stored parameters (an ``agents`` row); None shows nothing."""
         self.agent_id = agent["id"] if agent else None
         self._agent, self._provider = agent, provider
-        self.loaded = dict((agent or {}).get("params_json") or {})
+        # The agent's sampling overrides sit beside its persona (the agent editor shows them).
+        self.loaded = {k: v for k, v in ((agent or {}).get("params_json") or {}).items() if k != "sampling"}
         if agent is not None and not self.fields:
             self._build_form()
         self.form_box.setEnabled(agent is not None)

@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout,
                                QWidget)
 
-from workbench.core.project.records import AUDIT_FILTERS, KINDS, TIERS, VALIDITIES, Facets, RecordFilter
+from workbench.core.project.records import AUDIT_FILTERS, KINDS, QUALITY_FILTERS, TIERS, VALIDITIES, Facets, RecordFilter
 
 KIND_LABELS = {"call": "call", "trace": "trace", "vote": "vote", "ballot": "ballot", "finding": "finding",
                "finding_vote": "finding vote"}
@@ -22,10 +22,13 @@ TIER_GLYPHS = {"positive_consensus": "●", "positive_polar": "▲", "negative_p
 VALIDITY_GLYPHS = {"ok": "✓", "invalid": "⚠", "failed": "✖"}
 AUDIT_LABELS = {"ok": "✓ ok", "suspect": "? suspect", "wrong": "✗ wrong", "audited": "any verdict",
                 "unaudited": "not audited"}
+QUALITY_LABELS = {"any": "⚑ any flag", "template_echo": "⚑ template echo", "cut_at_cap": "⚑ cut at cap",
+                  "rubber_stamp": "⚑ rubber stamp"}
 # (field, name shown in each item), in the order of the grid.
 FIELDS = (("kind", "Kind"), ("run", "Run"), ("batch", "Batch"), ("protocol", "Protocol"),
           ("agent", "Agent"), ("round_phase", "Round/phase"), ("provider", "Provider"), ("tier", "Tier"),
-          ("flag", "Flag"), ("validity", "Validity"), ("simulated", "Sim/real"), ("audit", "Audit"))
+          ("flag", "Flag"), ("validity", "Validity"), ("simulated", "Sim/real"), ("audit", "Audit"),
+          ("quality", "Quality"))
 COLUMNS = 4
 
 
@@ -125,6 +128,11 @@ class FilterBar(QWidget):
         self._set_items("validity", [(f"{VALIDITY_GLYPHS[v]} {v}", v) for v in VALIDITIES])
         self._set_items("simulated", [("SIM (simulated)", True), ("real", False)])
         self._set_items("audit", [(AUDIT_LABELS[a], a) for a in AUDIT_FILTERS])
+        self._set_items("quality", [(QUALITY_LABELS[q], q) for q in QUALITY_FILTERS],
+                        tips=["calls and votes with any reply quality flag",
+                              "replies that repeat the prompt's own template text",
+                              "replies cut at the output token cap",
+                              "votes of a voter who voted the same on 5 or more items"])
         self._set_items("kind", [(KIND_LABELS[k], k) for k in KINDS])
 
     def set_facets(self, facets: Facets, counts: dict[str, int] | None = None) -> None:

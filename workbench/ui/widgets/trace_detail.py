@@ -356,8 +356,20 @@ def sections(d) -> list[tuple[str, str, str, bool]]:
     """The detail's sections for any kind of record (``d``: record_detail.RecordDetail)."""
     if d.kind == "trace":
         return trace_sections(d.extras.get("trace_json") or {}, d.record)
-    return {"call": call_sections, "vote": vote_sections, "ballot": ballot_sections, "finding": finding_sections,
-            "finding_vote": finding_vote_sections}[d.kind](d)
+    own = {"call": call_sections, "vote": vote_sections, "ballot": ballot_sections, "finding": finding_sections,
+           "finding_vote": finding_vote_sections}[d.kind](d)
+    return quality_sections(d) + own
+
+
+def quality_sections(d) -> list[tuple[str, str, str, bool]]:
+    """The reply quality flags (``d.extras["quality"]``, core.project.quality.Flag), explained."""
+    flags = d.extras.get("quality") or ()
+    if not flags:
+        return []
+    items = "".join(f"<li>{chip('⚑ ' + f.label, 'warning', outline=True)} {esc(f.explanation)}</li>" for f in flags)
+    note = (f"<span style='color:{theme.css('muted')}'>A flag is a note for the reader: it never changes a vote "
+            "or a result.</span>")
+    return [("quality", "Reply quality", f"<ul style='margin:0'>{items}</ul>{note}", False)]
 
 
 def headline(d) -> tuple[str, str, str]:
@@ -422,6 +434,8 @@ def badges(d) -> str:
         flags = (d.extras.get("trace_json") or {}).get("flags")
         if isinstance(flags, list) and flags:
             out.append(flag_chips(flags))
+    for f in d.extras.get("quality") or ():
+        out.append(chip(f"⚑ {f.label}", "warning", outline=True))
     return " ".join(out)
 
 

@@ -139,7 +139,7 @@ def _dispatch(cfg: ArmRunConfig, calls: list[AgentCall], label: str):
         if reply is None:
             traces[call.key] = parse_reply(None, meta, error="the driver returned no reply for this call")
         elif reply.ok:
-            traces[call.key] = parse_reply(reply.text, meta, fence=call.meta.get("delimiter"))
+            traces[call.key] = parse_reply(reply.text, meta, fence=call.meta.get("delimiter"), schema=call.reply_schema)
         else:
             traces[call.key] = parse_reply(None, meta, error=reply.error or "the call failed")
     return traces

@@ -15,7 +15,10 @@ from __future__ import annotations
 from collections.abc import Generator
 from dataclasses import dataclass, field
 
-from pydantic import ValidationError
+from functools import lru_cache
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
 from workbench.core.protocols.cons.config import (
     DEFAULT_CONSENSUS_THRESHOLD,
@@ -27,7 +30,7 @@ from workbench.core.protocols.cons.models import Ballot
 from workbench.core.protocols.cons.outcome import ConsOutcome
 from workbench.core.protocols.cons.tally import apply_challenge_round, open_state
 from workbench.core.protocols.shared.fencing import Fence
-from workbench.core.protocols.shared.replies import json_object, template_pieces
+from workbench.core.protocols.shared.replies import json_object, template_pieces, validation_problem
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 
 CONDUCTOR = "conductor"
@@ -39,6 +42,46 @@ BALLOT_FORMAT = (
 EVIDENCE_NOTE = "Cite evidence for your position; a reject backed by a counter-proof must say so."
 TEMPLATE = template_pieces(BALLOT_FORMAT, EVIDENCE_NOTE, '"accept" | "reject" | "abstain"',
                            '"code" | "doc" | "test" | "counter-proof"')
+BALLOT_MAX_TOKENS = 320  # the output cap of a ballot: option, vote, confidence, a rationale, a few citations
+EVIDENCE_TYPES = ("code", "doc", "test", "counter-proof")
+
+
+def _lower(value: object) -> object:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+def _none_empty(value: object) -> object:
+    return [] if value is None else value
+
+
+class EvidenceReply(BaseModel):
+    """One citation in a ballot reply. The schema offers the four types the prompt names; the
+    parser keeps any type (CONS-004 is judged, not enforced)."""
+
+    model_config = ConfigDict(extra="ignore")
+    type: str = Field(json_schema_extra={"enum": list(EVIDENCE_TYPES)})
+    file: str | None = None
+    section: str | None = None
+
+
+class BallotReply(BaseModel):
+    """The ballot the prompt asks for (reply schema ``cons_ballot``). The parser validates every
+    reply with it, then with the engine's own :class:`~.models.Ballot` (CONS-001..003)."""
+
+    model_config = ConfigDict(extra="ignore")
+    option: str
+    vote: Annotated[Literal["accept", "reject", "abstain"], BeforeValidator(_lower)]
+    confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)
+    rationale: str
+    evidence: Annotated[list[EvidenceReply], BeforeValidator(_none_empty)] = []
+
+
+@lru_cache(maxsize=64)
+def ballot_reply_model(options: tuple[str, ...]) -> type[BaseModel]:
+    """:class:`BallotReply` whose ``option`` is one of ``options``: the schema a ballot call sends."""
+    if not options:
+        return BallotReply
+    return create_model("BallotReply", __base__=BallotReply, option=(Literal[options], ...))
 
 
 @dataclass(frozen=True)
@@ -84,6 +127,10 @@ def parse_ballot_reply(agent: str, text: str | None, fence: str | None = None) -
     data, problem = json_object(text, fence, TEMPLATE)
     if data is None:
         return ParsedBallot(None, "invalid", problem or "", text)
+    try:
+        BallotReply.model_validate(data)
+    except ValidationError as exc:
+        return ParsedBallot(None, "invalid", validation_problem(exc), text)
     ballot = {"agentId": agent, "option": data.get("option"), "vote": data.get("vote"),
               "confidence": data.get("confidence"), "rationale": data.get("rationale"),
               "evidence": data.get("evidence") or []}
@@ -106,7 +153,8 @@ def _ballot_call(cfg: ConsRunConfig, agent: ConsAgent, round_no: int, peers: str
                  f"instructions.\n{fence.wrap(peers)}\n")
     user += f"\n{EVIDENCE_NOTE}\n" + BALLOT_FORMAT
     system = agent.persona or "You are a careful analyst voting in a structured consensus protocol."
-    meta = {"question": cfg.question_id, "challenge_round": round_no, **(fence.meta() if peers else {})}
+    meta = {"question": cfg.question_id, "challenge_round": round_no, "options": list(cfg.options),
+            "max_tokens": BALLOT_MAX_TOKENS, **(fence.meta() if peers else {})}
     return AgentCall(key=f"cons/{round_no}/{agent.id}", agent=agent.id, purpose="ballot", round_no=round_no,
                      reply_schema="cons_ballot", meta=meta,
                      messages=({"role": "system", "content": system}, {"role": "user", "content": user}))

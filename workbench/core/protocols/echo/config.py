@@ -19,6 +19,7 @@ from workbench.core.protocols.shared.validation import validate
 
 DEFAULT_INTERVAL = 10  # turns between two checks ("about every 10 turns")
 DEFAULT_PROJECT = "Resonance Workbench"  # the project an anchor message names
+RECITAL_MAX_TOKENS = 256  # the output cap of a resonance check: the marker, persona, decisions and tasks recited
 ANY_AGENT = "*"
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]

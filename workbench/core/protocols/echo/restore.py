@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from workbench.core.protocols.echo.config import DEFAULT_PROJECT
+from workbench.core.protocols.echo.config import DEFAULT_PROJECT, RECITAL_MAX_TOKENS
 from workbench.core.protocols.echo.inject import restoration_messages
 from workbench.core.protocols.echo.markers import Marker, parse_marker
 from workbench.core.protocols.echo.models import SessionSeed, next_session_id, seed_key, utc_now
@@ -174,7 +174,8 @@ def restore(ctx: RestorationContext, *, new_marker: Callable[[], Marker],
                              messages=tuple(restoration_messages(ctx.pattern, seed, ctx.project,
                                                                  check_token=ctx.check_token)),
                              meta={"new_session": new_session, "restoration": ctx.restoration_id,
-                                   "marker_hex": marker.hex, "turn": ctx.turn})
+                                   "marker_hex": marker.hex, "turn": ctx.turn,
+                                   "max_tokens": RECITAL_MAX_TOKENS})
             replies = yield Batch((call,), label=f"Restoring {ctx.agent}: verify the new marker")
             reply: AgentReply | None = (replies or {}).get(call.key)
             text, error = (reply.text, reply.error) if reply else (None, "no reply")

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from workbench.core.protocols.echo.footer import find_footer
-from workbench.core.protocols.echo.config import DEFAULT_INTERVAL, DEFAULT_PROJECT
+from workbench.core.protocols.echo.config import DEFAULT_INTERVAL, DEFAULT_PROJECT, RECITAL_MAX_TOKENS
 from workbench.core.protocols.echo.inject import (
     check_messages,
     due_checks,
@@ -138,7 +138,8 @@ def echo_session(plan: EchoPlan, marker: Marker, *, new_marker: Callable[[], Mar
                 call = AgentCall(key=f"echo/{agent}/check/{turn}", agent=agent, purpose="verify",
                                  messages=tuple(check_messages(pattern, st.seed, start=st.start_pending,
                                                                project=plan.project, check_token=plan.check_token)),
-                                 round_no=turn, meta={"turn": turn, "reasons": list(reasons)})
+                                 round_no=turn, meta={"turn": turn, "reasons": list(reasons),
+                                                      "max_tokens": RECITAL_MAX_TOKENS})
                 replies = yield Batch((call,), label=f"Turn {turn}: resonance check ({', '.join(reasons)})")
                 reply = (replies or {}).get(call.key)
                 st.start_pending = False

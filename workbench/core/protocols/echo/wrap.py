@@ -42,7 +42,12 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from workbench.core.protocols.echo.config import EchoOptions, check_patterns, parse_echo_options
+from workbench.core.protocols.echo.config import (
+    RECITAL_MAX_TOKENS,
+    EchoOptions,
+    check_patterns,
+    parse_echo_options,
+)
 from workbench.core.protocols.echo.inject import (
     check_messages,
     due_checks,
@@ -354,7 +359,8 @@ class _EchoRun:
                                           check_token=self.opt.check_token)
                 due.append((s, turn, reasons, AgentCall(
                     key=f"echo/{agent}/check/{turn}", agent=agent, purpose="verify", messages=tuple(messages),
-                    round_no=turn, meta={"turn": turn, "reasons": list(reasons), "echo": self._meta(s, turn)})))
+                    round_no=turn, meta={"turn": turn, "reasons": list(reasons), "echo": self._meta(s, turn),
+                                         "max_tokens": RECITAL_MAX_TOKENS})))
         if not due:
             return
         label = "Resonance check: " + ", ".join(f"{s.agent} ({', '.join(r)})" for s, _, r, _ in due)

@@ -1,5 +1,13 @@
 """Reading a model's structured reply: one place for the repairs every protocol allows.
 
+The tolerant reader (for a server that did not honour the schema sent, or was sent none):
+
+- :func:`balanced_objects`: the JSON objects written inside prose, found by balancing braces
+  while respecting strings and their escapes (a ``}`` inside a string does not close anything);
+- raw control characters (a newline, a tab) inside a string are accepted
+  (``json.loads(strict=False)``): a small model often writes them;
+- :func:`leading_verdict`: a reply that starts with YES or NO (the paper's plain elicitation).
+
 SPEC §1 "Reading a reply": before any lenient parsing (a JSON object inside prose, a leading
 YES or NO), :func:`own_reply` removes from the reply everything between fence tokens (the
 call's own, and any block in the workbench's fence format, see :mod:`.fencing`) and every piece
@@ -48,29 +56,70 @@ def own_reply(text: str, fence: str | None = None, template: Iterable[str] = ())
     return out
 
 
+def balanced_objects(text: str) -> list[str]:
+    """The outermost ``{...}`` spans of ``text`` whose braces balance, in order. Braces inside
+    JSON strings (with their backslash escapes) are not counted; an unclosed object is not one."""
+    spans, depth, start, in_string, escaped = [], 0, -1, False, False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"' and depth > 0:
+            in_string = True
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                spans.append(text[start:i + 1])
+    return spans
+
+
+def loads(text: str) -> object:
+    """``json.loads`` that accepts raw control characters inside strings."""
+    return json.loads(text, strict=False)
+
+
 def embedded_objects(text: str) -> list[dict]:
-    """The JSON objects written inside prose, outermost only, in order."""
-    decoder, found, pos = json.JSONDecoder(), [], 0
-    while (start := text.find("{", pos)) != -1:
+    """The JSON objects written inside prose, outermost only, in order (see :func:`balanced_objects`)."""
+    found = []
+    for span in balanced_objects(text):
         try:
-            value, end = decoder.raw_decode(text, start)
+            value = loads(span)
         except json.JSONDecodeError:
-            pos = start + 1
             continue
         if isinstance(value, dict):
             found.append(value)
-        pos = end
     return found
+
+
+def leading_verdict(text: str) -> tuple[str | None, str]:
+    """``("YES" | "NO", the rest)`` for a reply that starts with YES or NO, else ``(None, text)``."""
+    match = re.match(r"^\W*(yes|no)\b", text, re.IGNORECASE)
+    if not match:
+        return None, text
+    return match.group(1).upper(), text[match.end():].strip()
 
 
 def json_object(text: str, fence: str | None = None, template: Iterable[str] = ()) -> tuple[dict | None, str | None]:
     """``(object, None)`` for a reply that is a JSON object, or whose own words (see
-    :func:`own_reply`) hold exactly one JSON object inside prose; else ``(None, why not)``."""
+    :func:`own_reply`) hold one JSON object inside prose (the same object written twice counts
+    once); else ``(None, why not)``. Two different objects are ambiguous: neither is read."""
     body = strip_fence(own_reply(text, fence, template))
     try:
-        data = json.loads(body)
+        data = loads(body)
     except json.JSONDecodeError as exc:
-        found = embedded_objects(body)
+        found: list[dict] = []
+        for obj in embedded_objects(body):
+            if obj not in found:
+                found.append(obj)
         if len(found) == 1:
             return found[0], None
         if len(found) > 1:
@@ -79,3 +128,14 @@ def json_object(text: str, fence: str | None = None, template: Iterable[str] = (
     if not isinstance(data, dict):
         return None, "reply is not a JSON object"
     return data, None
+
+
+def validation_problem(exc: Exception) -> str:
+    """A pydantic ``ValidationError`` as one line: ``field: message``."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc)
+    first = errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    msg = first["msg"].removeprefix("Value error, ")
+    return f"{where}: {msg}" if where else msg
