@@ -122,10 +122,14 @@ def _from_corpus(line: str) -> str:
 
 def _run(snippet: Snippet, code: str, root: Path, env: dict) -> None:
     if snippet.lang == "json":
-        data = json.loads(code)
-        if "protocol" in data:
-            from workbench.core.runs.config import parse_run_config
+        from workbench.core.runs.config import parse_run_config
 
+        data = json.loads(code)
+        if "model" in data:  # a provider entry alone: checked inside the smallest run around it
+            data = {"protocol": "rcp", "query": "q", "providers": {"p": data}, "clusters": [
+                {"name": "a", "agents": [{"id": "a1", "provider": "p"}]},
+                {"name": "b", "agents": [{"id": "b1", "provider": "p"}]}]}
+        if "protocol" in data:
             parse_run_config(data)  # raises InputError naming the field
         return
     argv = ["bash", "-euo", "pipefail", "-c", code] if snippet.lang == "sh" else [sys.executable, "-c", code]

@@ -10,7 +10,7 @@ import sys
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a protocol from a configuration file (JSON or YAML)")
     p.add_argument("config", metavar="CONFIG", help="the run configuration")
-    p.add_argument("--project", required=True, metavar="FILE", help="the .rwb project (created if missing)")
+    p.add_argument("--project", metavar="FILE", help="the .rwb project (created if missing); not needed with --estimate")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--decisions", metavar="FILE", help=DECISIONS_HELP)
     p.add_argument("--estimate", action="store_true",
@@ -153,6 +153,10 @@ def run_run(args: argparse.Namespace) -> int:
 
         print_json(estimate_document(data))
         return 0
+    if not args.project:
+        from workbench.core.errors import InputError
+
+        raise InputError("--project", "required: the .rwb project the run is stored in (created if missing)")
     if is_batch(data):
         return _run_batch(data, args)
     cfg = parse_run_config(data)
