@@ -158,3 +158,18 @@ def test_the_gateway_names_the_deployment_and_skips_one_that_failed(servers):
     assert all(r.key_source == "env:DEP_KEY_A" for r in results)
     assert len(b.chat_requests) <= 1  # one failure, then it cools down and every retry lands on a
     assert KEY_A not in str([r.to_dict() for r in results]) and KEY_B not in str([r.to_dict() for r in results])
+
+
+def test_a_router_leaves_an_unpriced_model_unknown_not_free():
+    """litellm's Router registers its deployments' models in the global price map with no price,
+    which would make every later call of that model cost $0; the gateway puts the map back."""
+    from workbench.services.llm import prices
+    from workbench.services.llm.gateway import _load
+
+    litellm = _load()
+    before = dict(litellm.model_cost)
+    gw = Gateway({"p": {"model": "openai/unpriced-test-model", "max_retries": 0, "timeout_s": 2, "deployments": [
+        {"api_base": "http://127.0.0.1:9/v1"}, {"api_base": "http://127.0.0.1:10/v1"}]}})
+    gw.call("p", [{"role": "user", "content": "hi"}], max_tokens=1)  # builds the Router; refused at once
+    assert litellm.model_cost == before
+    assert prices.cost("openai/unpriced-test-model", 10, 10) is None

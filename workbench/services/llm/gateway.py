@@ -182,9 +182,19 @@ class _Deployments:
             params.update({k: v for k, v in (("rpm", d.rpm), ("tpm", d.tpm)) if v})
             model_list.append({"model_name": name, "litellm_params": params, "model_info": {"id": _dep_id(name, i)}})
         self.secrets = {k.value for k in self.keys if k.value}
-        self.router = _router_class(litellm)(
-            model_list=model_list, routing_strategy="simple-shuffle", num_retries=0, allowed_fails=0,
-            cooldown_time=DEPLOYMENT_COOLDOWN_S, set_verbose=False)
+        # Building a Router registers each deployment's model in litellm's global price map with no
+        # price, after which litellm prices that model at $0 for every later call, here and in
+        # every other gateway. An unpriced model must stay "unknown" (FACTS: never $0), so the map
+        # is put back as it was.
+        prices = dict(litellm.model_cost)
+        try:
+            self.router = _router_class(litellm)(
+                model_list=model_list, routing_strategy="simple-shuffle", num_retries=0, allowed_fails=0,
+                cooldown_time=DEPLOYMENT_COOLDOWN_S, set_verbose=False)
+        finally:
+            for added in set(litellm.model_cost) - set(prices):
+                del litellm.model_cost[added]
+            litellm.model_cost.update(prices)
 
 
 def _dep_id(provider: str, index: int) -> str:
