@@ -16,12 +16,18 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # litellm fetches its price map from the network at import unless told not to.
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: run test samples lock real-model
+.PHONY: run test samples lock real-model bench
 run: $(PKG)
 	$(BIN)/rwb gui --demo
 
 test: $(PKG)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Issue 17's benchmarks, one table with PASS/FAIL marks (docs/performance.md); exits 1 when a
+# figure misses its target. Not part of `make test`. BENCH_ARGS="--quick" for a smoke run,
+# BENCH_ARGS="--only orchestration" for one group.
+bench: $(PKG)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 # Regenerate the sample projects in sample_runs/ from their committed configs (rwb samples).
 samples: $(PKG)

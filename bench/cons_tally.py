@@ -46,13 +46,27 @@ def best_of(fn, repeat: int) -> float:
 
 
 def main() -> None:
-    for n in (1_000, 10_000, 100_000):
+    quick, as_json = "--quick" in sys.argv, "--json" in sys.argv
+    sizes = (1_000, 10_000) if quick else (1_000, 10_000, 100_000)
+    tallies = {}
+    for n in sizes:
         data = payload(n)
         question = parse_question(data)
         t_tally = best_of(lambda: tally(question), 3)
         t_all = best_of(lambda: classify_payload(data), 1)
+        tallies[n] = (t_tally, t_all)
         print(f"{n:>7,} ballots: tally {t_tally * 1000:8.1f} ms (best of 3); "
-              f"whole classify cons {t_all * 1000:8.1f} ms")
+              f"whole classify cons {t_all * 1000:8.1f} ms", file=sys.stderr if as_json else sys.stdout)
+    if as_json:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from _figures import Figure, emit
+
+        n = max(tallies)
+        note = ("QUICK: 10,000 ballots, not 100,000; " if quick else "") + "best of 3"
+        sys.exit(emit([Figure("Scale", f"CONS tally of {n:,} ballots", round(tallies[n][0], 3), "s",
+                              ("<", 1.0), note),
+                       Figure("Scale", f"whole `rwb classify cons` path, {n:,} ballots", round(tallies[n][1], 3), "s",
+                              None, "validation, tally, verdict, conflicts, JSON; one run")], True))
 
 
 if __name__ == "__main__":

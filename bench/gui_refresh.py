@@ -102,11 +102,11 @@ def build(path: Path) -> None:
     print(f"built {path.name} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
 
-def project_path(rebuild: bool) -> Path:
+def project_path(rebuild: bool, suffix: str = "") -> Path:
     from workbench.core.project.schema import SCHEMA_VERSION
 
     BUILD_DIR.mkdir(exist_ok=True)
-    path = BUILD_DIR / f"gui_refresh-v{SCHEMA_VERSION}.rwb"
+    path = BUILD_DIR / f"gui_refresh-v{SCHEMA_VERSION}{suffix}.rwb"
     if rebuild or not path.exists():
         build(path)
     return path
@@ -132,7 +132,7 @@ sys.stdin.readline()
 start, n, period = time.monotonic(), 0, 1.0 / {rate}
 while time.monotonic() - start < {seconds}:
     if n % 2:
-        findings.submit_vote("f%05d" % (n % 5000), "live-agent", "confirm", 0.9, "live", client="bench")
+        findings.submit_vote("f%05d" % (n % {findings}), "live-agent", "confirm", 0.9, "live", client="bench")
     else:
         record_call(store, run_id, round_id, _call_record(run_id, 6 + n), cfg)
     n += 1
@@ -199,7 +199,7 @@ def measure(path: Path, seconds: float, rate: float) -> dict:
 
     beat.timeout.connect(tick)
     writer = subprocess.Popen([sys.executable, "-c", WRITER.format(repo=str(REPO), path=str(path), rate=rate,
-                                                                  seconds=seconds)],
+                                                                  seconds=seconds, findings=FINDINGS)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO)
     assert writer.stdout.readline().strip() == "ready"
     clock.start()
@@ -239,13 +239,35 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true", help="build the project again")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=20.0, help="commits per second from the other process")
+    parser.add_argument("--quick", action="store_true",
+                        help="a project of 10,000 calls and 3 s of writes, for a smoke run (not the record)")
+    parser.add_argument("--json", action="store_true", help="print the figures as one BENCH_JSON line (bench/run_all.py)")
     args = parser.parse_args()
-    path = project_path(args.rebuild)
+    global CALLS, RUNS, FINDINGS
+    if args.quick:
+        CALLS, RUNS, FINDINGS = 10_000, 50, 500
+        args.seconds = min(args.seconds, 3.0)
+    path = project_path(args.rebuild, "-quick" if args.quick else "")
     result = measure(path, args.seconds, args.rate)
     print(f"commits from the other process: {result['commits']} in {args.seconds:g} s; "
           f"heartbeat ticks: {result['ticks']}", file=sys.stderr)
-    print(f"gui_refresh: max_stall_ms={result['max_stall_ms']} p99_stall_ms={result['p99_stall_ms']} "
-          f"first_rows_ms={result['first_rows_ms']} refreshes={result['refreshes']}")
+    line = (f"gui_refresh: max_stall_ms={result['max_stall_ms']} p99_stall_ms={result['p99_stall_ms']} "
+            f"first_rows_ms={result['first_rows_ms']} refreshes={result['refreshes']}")
+    if not args.json:
+        print(line)
+        return
+    print(line, file=sys.stderr)
+    sys.path.insert(0, str(REPO / "bench"))
+    from _figures import Figure, emit
+
+    group = "Start-up and responsiveness"
+    note = ("QUICK; " if args.quick else "") + (f"{CALLS:,} calls, {FINDINGS:,} findings; another process commits "
+                                                 f"{args.rate:g}/s for {args.seconds:g} s")
+    sys.exit(emit([Figure(group, "gui_refresh: longest GUI stall under outside writes", result["max_stall_ms"], "ms",
+                          ("<", 50), note),
+                   Figure(group, "gui_refresh: p99 GUI stall", result["p99_stall_ms"], "ms", None, note),
+                   Figure(group, "gui_refresh: first rows of Trace and Findings lists", result["first_rows_ms"], "ms",
+                          ("<", 200), note)], True))
 
 
 if __name__ == "__main__":

@@ -32,16 +32,21 @@ from workbench.core.protocols.cons.tally import apply_challenge_round, open_stat
 from workbench.core.protocols.shared.fencing import Fence
 from workbench.core.protocols.shared.replies import json_object, template_pieces, validation_problem
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
+from workbench.core.protocols.shared.structured import CONFIDENCE_SCHEMA
 
 CONDUCTOR = "conductor"
+# The fields in words, with no example value to copy: small models fill a JSON example's
+# placeholders with the placeholders themselves ("rationale": "<why, required>"), which is no
+# rationale at all.
 BALLOT_FORMAT = (
-    'Reply with JSON only: {"option": "<one of the options>", "vote": "accept" | "reject" | "abstain", '
-    '"confidence": <0.0-1.0>, "rationale": "<why, required>", "evidence": [{"type": "code" | "doc" | '
-    '"test" | "counter-proof", "file": "<path or source>", "section": "<where>"}]}'
+    'Reply with one JSON object only, with these keys: "option" (one of the options, exactly as '
+    'written), "vote" ("accept", "reject" or "abstain"), "confidence" (a number from 0 to 1: how sure '
+    'you are), "rationale" (why you vote so, in your own words; required) and "evidence" (a list of '
+    'citations, each with "type" ("code", "doc", "test" or "counter-proof"), "file" and "section").'
 )
 EVIDENCE_NOTE = "Cite evidence for your position; a reject backed by a counter-proof must say so."
-TEMPLATE = template_pieces(BALLOT_FORMAT, EVIDENCE_NOTE, '"accept" | "reject" | "abstain"',
-                           '"code" | "doc" | "test" | "counter-proof"')
+TEMPLATE = template_pieces(BALLOT_FORMAT, EVIDENCE_NOTE, "why you vote so, in your own words; required",
+                           "how sure you are", "one of the options, exactly as written")
 BALLOT_MAX_TOKENS = 320  # the output cap of a ballot: option, vote, confidence, a rationale, a few citations
 EVIDENCE_TYPES = ("code", "doc", "test", "counter-proof")
 
@@ -71,7 +76,7 @@ class BallotReply(BaseModel):
     model_config = ConfigDict(extra="ignore")
     option: str
     vote: Annotated[Literal["accept", "reject", "abstain"], BeforeValidator(_lower)]
-    confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)
+    confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True, json_schema_extra=CONFIDENCE_SCHEMA)
     rationale: str
     evidence: Annotated[list[EvidenceReply], BeforeValidator(_none_empty)] = []
 

@@ -24,6 +24,7 @@ from workbench.core.protocols.findings.config import DEFAULT_THRESHOLD
 from workbench.core.protocols.shared.fencing import Fence
 from workbench.core.protocols.shared.replies import json_object, template_pieces, validation_problem
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
+from workbench.core.protocols.shared.structured import CONFIDENCE_SCHEMA
 
 # The seed's three roles; any other role name gets a neutral description.
 ROLE_BRIEFS = {
@@ -54,7 +55,8 @@ class FindingVoteReply(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
     vote_type: Annotated[Literal["confirm", "challenge", "uncertain"], BeforeValidator(_lower)]
-    confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)  # a number, never "0.8" or true
+    confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True,  # a number, never "0.8" or true
+                              json_schema_extra=CONFIDENCE_SCHEMA)
     reason: Annotated[str, BeforeValidator(_text)] = ""
 
 

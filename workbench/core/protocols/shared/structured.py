@@ -20,6 +20,13 @@ from typing import Any
 from pydantic import BaseModel
 
 _DROP = ("default", "title", "examples", "description")
+
+# A confidence, as the schema sent to a model gives it: one of 21 steps. Grammar-constrained servers
+# (llama-cpp-python's json_object form) drop "minimum"/"maximum", and a small model then writes
+# "confidence": 50; an enum is a constraint every grammar converter keeps. The parser still takes
+# any number in [0, 1]: the steps only shape what is asked for.
+CONFIDENCE_STEPS = tuple(round(i / 20, 2) for i in range(21))
+CONFIDENCE_SCHEMA = {"enum": list(CONFIDENCE_STEPS)}
 SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
