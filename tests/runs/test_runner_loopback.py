@@ -207,3 +207,25 @@ def test_cons_run_through_litellm_with_an_invalid_ballot_kept(tmp_path, server, 
         assert _sql.count(store, "llm_calls", "run_id = ? AND purpose = 'ballot/superseded'", (run_id,)) == 1
     finally:
         store.close_connection()
+
+
+def test_a_provider_allowed_32_calls_at_once_gets_more_than_16(tmp_path, monkeypatch):
+    """The runner's thread pool follows the providers' max_concurrency: a floor of 16 threads once
+    held a provider at max_concurrency 32 to 16 calls in flight (found by bench/orchestration.py)."""
+    monkeypatch.setenv("LOOP_KEY", SECRET)
+    agents = lambda side: [{"id": f"{side}{i}", "provider": "local", "persona": f"{side} {i}."} for i in range(5)]  # noqa: E731
+    with FakeLLMServer(default=Reply(text=model_reply, latency_s=0.3)) as server:
+        cfg = parse_run_config({
+            "protocol": "rcp", "query": "Should the city close its downtown to private cars?", "seed": 7,
+            "dispatch": "concurrent",
+            "providers": {"local": {"model": "openai/fake-model", "api_base": server.base_url,
+                                    "api_key_env": "LOOP_KEY", "max_concurrency": 32, "timeout_s": 30}},
+            "clusters": [{"name": "advocate", "agents": agents("a")}, {"name": "critic", "agents": agents("c")}]})
+        store = Store.create(tmp_path / "p.rwb")
+        try:
+            runner = Runner(store)
+            summary = runner.execute(runner.create(cfg))
+        finally:
+            store.close_connection()
+        assert summary["status"] == "completed" and summary["calls"] == 10 + 10 * 9
+        assert 16 < server.max_in_flight <= 32

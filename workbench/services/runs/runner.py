@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from workbench.core.errors import WorkbenchError
+from workbench.core.limits import MAX_CONCURRENCY
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 from workbench.core.runs.config import RunConfig, parse_run_config, protocol_generator
 from workbench.core.project import calls, runs
@@ -299,7 +300,11 @@ class Runner:
                     break
                 finished(rec)
         else:
-            with ThreadPoolExecutor(max_workers=min(self.max_workers, len(todo)), thread_name_prefix="rwb-call") as pool:
+            # Enough threads for every provider slot the config allows (the gateway's gates are the
+            # real limit): a floor of max_workers capped a provider at max_concurrency 32 to 16 calls.
+            slots = sum(self._cfg.providers[name].max_concurrency for name in self._cfg.providers_used())
+            workers = min(len(todo), max(self.max_workers, min(slots, MAX_CONCURRENCY)))
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rwb-call") as pool:
                 pending: set[Future] = {pool.submit(answer, call) for call in todo}
                 while pending:
                     done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
