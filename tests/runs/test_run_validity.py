@@ -76,3 +76,21 @@ def sample_path(name: str):
     from tests.runs.test_run_outcomes import SAMPLES
 
     return SAMPLES / name
+
+
+def test_an_artifact_whose_generation_failed_counts_its_votes_as_missing(tmp_path):
+    """Votes never asked because the artifact was never written are still missing votes."""
+    def answer(request):
+        user = str(request.body)
+        if "Answer in one or two short paragraphs" in user and ("a1" in user or "Urban planner" in user):
+            return Reply(status=500, error_message="overloaded")
+        return None
+
+    with FakeLLMServer(default=Reply(text='{"vote": "YES", "reason": "fine"}')) as server:
+        server.rule = answer
+        data = {**sample("rcp-sim.json"), "providers": {"sim": {
+            "model": "openai/fake-model", "api_base": server.base_url, "api_key_env": "LOOP_KEY", "max_retries": 0}}}
+        out = rwb("run", write(tmp_path, "run.json", data), "--project", str(tmp_path / "p.rwb"))
+    s = last_json(out)
+    assert s["votes_expected"] == 30 and s["votes_failed"] >= 5  # a1's artifact: 5 votes never asked
+    assert any("never voted on" in r["reason"] for r in s["missing_reasons"])

@@ -58,7 +58,7 @@ def run_validity(store: Store, run_id: str, protocol: str) -> Validity:
     if protocol == "rcp":
         rows = _sql.query(store, "SELECT v.status, v.value, c.status AS call_status, c.error_kind FROM votes v "
                                  "LEFT JOIN llm_calls c ON c.id = v.call_id WHERE v.run_id = ?", (run_id,))
-        units = [_rcp_unit(r) for r in rows]
+        units = [_rcp_unit(r) for r in rows] + _votes_never_asked(store, run_id)
     elif protocol in _UNITS:
         purpose, table = _UNITS[protocol]
         rows = _sql.query(store, _LATEST_CALLS.format(table=table, read=_READ[table]), (run_id, purpose))
@@ -69,6 +69,19 @@ def run_validity(store: Store, run_id: str, protocol: str) -> Validity:
     reasons = Counter(reason for kind, reason in units if kind in ("invalid", "failed"))
     return Validity(expected=len(units), cast=count["cast"], abstained=count["abstained"], invalid=count["invalid"],
                     failed=count["failed"], reasons=tuple(reasons.most_common()))
+
+
+def _votes_never_asked(store: Store, run_id: str) -> list[tuple[str, str]]:
+    """An artifact whose generation failed was never voted on: its votes were expected all the
+    same, and are missing because of that failed call (else a run that lost 3 of 8 artifacts
+    would count only the votes on the other 5, and end `completed`)."""
+    run = _sql.get(store, "runs", run_id) or {}
+    agents = sum(len(c.get("agents") or []) for c in (run.get("config_json") or {}).get("clusters") or [])
+    failed = _sql.query(store, _LATEST_CALLS.format(table="artifacts", read="'valid' AS row_status, 0 AS abstained"),
+                        (run_id, "generate"))
+    lost = [r for r in failed if r["call_status"] in _FAILED_CALLS]
+    return [("failed", f"call failed ({r['error_kind'] or r['call_status']}; its artifact was never voted on)")
+            for r in lost for _ in range(max(agents - 1, 0))]
 
 
 # The latest attempt of each call of the purpose, with what its reply became (NULL: no row).
