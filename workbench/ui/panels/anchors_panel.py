@@ -55,6 +55,7 @@ class AnchorsPanel(Panel):
         self._teach_run: str | None = None
         self._teach_status: str | None = None
         self._teaching = False
+        self._agent_chosen = False  # a person picked an agent in the box (not a read restoring it)
         self._selected: RecordRef | None = None
         self.story_lines: list[str] = []
         unwrap_summary(self)
@@ -167,6 +168,7 @@ class AnchorsPanel(Panel):
 
         self.run_box.activated.connect(self._on_run_chosen)
         self.agent_box.currentIndexChanged.connect(self._on_agent_chosen)
+        self.agent_box.activated.connect(self._on_agent_picked_by_hand)
         self.teach_button.clicked.connect(self._on_teach_clicked)
         self.recite_button.clicked.connect(self._on_recite_clicked)
         self.inject_button.clicked.connect(self._on_inject_clicked)
@@ -213,8 +215,10 @@ class AnchorsPanel(Panel):
         self.agent_box.clear()
         for a in view.agents:
             self.agent_box.addItem(a.agent)
-        pick = current if view.agent(current) else (TEACH_AGENT if view.run_id == self._teach_run
-                                                    and view.agent(TEACH_AGENT) else None)
+        # The teaching run shows its agent to watch, once its anchor exists, unless the person has
+        # chosen another agent since: an early read (only a2 anchored yet) must not pin a2.
+        teaching = view.run_id == self._teach_run and view.agent(TEACH_AGENT) and not self._agent_chosen
+        pick = TEACH_AGENT if teaching else current if view.agent(current) else None
         pick = pick or next((a.agent for a in view.agents if a.episodes), None)
         if pick:
             self.agent_box.setCurrentText(pick)
@@ -397,6 +401,7 @@ class AnchorsPanel(Panel):
             self.narration.show()
             return
         self._teaching, self._teach_run, self._teach_status = True, None, None
+        self._agent_chosen = False
         runs.started.connect(self._on_teach_started, Qt.ConnectionType.UniqueConnection)
         runs.finished.connect(self._on_teach_finished, Qt.ConnectionType.UniqueConnection)
         runs.running_changed.connect(self._on_running_changed, Qt.ConnectionType.UniqueConnection)
@@ -405,6 +410,9 @@ class AnchorsPanel(Panel):
         if not runs.start_config(parse_run_config(teaching_config()), label="Teaching scenario"):
             self._teaching = False
         self._narrate()
+
+    def _on_agent_picked_by_hand(self, _index: int) -> None:
+        self._agent_chosen = True
 
     def _on_teach_started(self, run_id: str) -> None:
         if self._teaching and self._teach_run is None:
