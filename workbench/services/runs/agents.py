@@ -52,9 +52,10 @@ def needs_human(rec: CallRecord) -> bool:
 
 
 class AgentRouter:
-    def __init__(self, cfg: RunConfig, *, gateway=None, manual: ManualAgents | None = None):
+    def __init__(self, cfg: RunConfig, *, gateway=None, manual: ManualAgents | None = None, cache_backend=None):
         self.cfg = cfg
         self._gateway = gateway
+        self._cache_backend = cache_backend  # where the reply cache lives (the project file), when cfg.cache
         self._manual = manual
         self._sim = None
         self._lock = threading.Lock()
@@ -134,8 +135,7 @@ class AgentRouter:
             if self._gateway is None:
                 from workbench.services.llm.gateway import Gateway, ResponseCache
 
-                # The runner sets cache_backend to the project file's reply cache (schema step 6).
-                cache = ResponseCache(getattr(self, "cache_backend", None)) if self.cfg.cache else None
+                cache = ResponseCache(self._cache_backend) if self.cfg.cache else None
                 self._gateway = Gateway(self.cfg.providers, seed=self.cfg.seed, cache=cache)
         return self._ask_model(call, name, cancel, on_wait)
 

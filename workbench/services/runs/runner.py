@@ -172,11 +172,12 @@ class Runner:
         self._count = {"done": 0, "failed": 0, "known": 0}
         self._started = time.perf_counter()
         self._echo_sessions: dict[str, dict] = {}
-        router = AgentRouter(cfg, gateway=self.gateway, manual=self.manual)
+        backend = None
         if cfg.cache and self.gateway is None:  # the reply cache lives in the project file (schema step 6)
             from workbench.services.llm.cache import ProjectCacheBackend
 
-            router.cache_backend = ProjectCacheBackend(store, seed=cfg.seed, replicate=run.replicate, run_id=run_id)
+            backend = ProjectCacheBackend(store, seed=cfg.seed, replicate=run.replicate, run_id=run_id)
+        router = AgentRouter(cfg, gateway=self.gateway, manual=self.manual, cache_backend=backend)
         status, error, summary, waiting_for_human = "completed", None, {}, False
         try:
             prepare_run(store, run_id, cfg)
