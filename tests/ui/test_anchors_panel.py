@@ -72,7 +72,10 @@ def test_recite_inject_and_open_in_trace_inspector_by_clicks(qtbot, window, tmp_
     episodes = len(panel.current_agent().episodes)
     qtbot.waitUntil(panel.inject_button.isEnabled, timeout=WAIT_MS)
     click(qtbot, panel.inject_button)
-    qtbot.waitUntil(lambda: len(panel.current_agent().episodes) == episodes + 1, timeout=WAIT_MS)
+    # Each restoration step is its own write: wait for the episode's last one, by when the new
+    # anchor is stored too (a read between two steps saw the episode with the old marker).
+    qtbot.waitUntil(lambda: len(panel.current_agent().episodes) == episodes + 1
+                    and panel.current_agent().episodes[-1].status == "resumed", timeout=WAIT_MS)
     after = panel.current_agent()
     assert after.marker != marker and after.episodes[-1].status == "resumed"
     assert "new_session" not in [s.step for s in after.episodes[-1].steps]  # same session
