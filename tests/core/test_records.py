@@ -309,3 +309,27 @@ def test_word_diff_gives_back_both_texts():
     assert changed_words("yes it should", "no it should not") == (["yes"], ["no", "not"])
     ld = list_diff(["a", "B"], ["b", "c"])
     assert ld.kept == ("B",) and ld.removed == ("a",) and ld.added == ("c",)
+
+
+@pytest.mark.parametrize("f, index", [
+    (RecordFilter(agent="a1"), {"c": "llm_calls_agent", "t": "traces_agent", "v": "votes_agent"}),
+    (RecordFilter(validity="invalid"), {"c": "llm_calls_status"}),
+])
+def test_the_commonest_filters_read_an_index_not_every_row(tmp_path, f, index):
+    """On a large project a full scan of the calls walks every request and reply (their status sits
+    after them), which made the agent filter 185 ms on 109,152 calls (docs/performance.md)."""
+    store = Store.create(tmp_path / "p.rwb")
+    conn = store._connection()
+    sent: list[str] = []
+    conn.set_trace_callback(sent.append)
+    per_kind = records.counts(store, f, None)
+    for sort in (None, "time"):
+        records.window(store, f, offset=0, limit=200, sort=sort, descending=True, search=None,
+                       per_kind=per_kind if sort is None else None)
+    conn.set_trace_callback(None)
+    plans = [row[3] for sql in sent if sql.lstrip().upper().startswith("SELECT")
+             for row in conn.execute("EXPLAIN QUERY PLAN " + sql)]
+    for alias, name in index.items():
+        assert not [p for p in plans if p == f"SCAN {alias}"], f"{alias} is read row by row: {plans}"
+        assert any(p.startswith(f"SEARCH {alias} USING") and name in p for p in plans), plans
+    store.close_connection()
