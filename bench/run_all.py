@@ -10,7 +10,7 @@ figure with a target fails (or a script could not report), else 0.
 
 ``--quick`` gives every script its tiny sizes: a smoke run of the whole chain, not figures to
 record. ``--json`` prints the collected figures as JSON on stdout (the table goes to stderr).
-Groups: orchestration, startup, scale, drills (drill_faults.py, drill_writers.py).
+Groups: orchestration, startup, scale, drills (drill_faults.py, drill_writers.py, drill_kill_resume.py).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ GROUPS = {
     "orchestration": ("Orchestration", ["orchestration.py"]),
     "startup": ("Start-up and responsiveness", ["startup.py", "responsiveness.py", "gui_refresh.py", "plots.py"]),
     "scale": ("Scale", ["scale.py", "cons_tally.py"]),
-    "drills": ("Fault drills", ["drill_faults.py", "drill_writers.py"]),
+    "drills": ("Fault drills", ["drill_faults.py", "drill_writers.py", "drill_kill_resume.py"]),
 }
 ORDER = [title for title, _ in GROUPS.values()]
 TIMEOUT_S = 1800
