@@ -5,8 +5,9 @@ own writers (``record_call``, ``FindingsStore``), opens the main window offscree
 panel, and measures the GUI thread with a QTimer heartbeat while another process commits votes
 and calls at about 20 commits/s for 10 s.
 
-- ``max_stall_ms`` / ``p99_stall_ms``: how late the heartbeat fired (its interval subtracted),
-  from the moment the project is open to the end of the writes;
+- ``max_stall_ms`` / ``p99_stall_ms``: how late the heartbeat fired (its interval subtracted)
+  while the other process writes (from its first commit to 2 s after its last); the longest
+  stall while the project opens, before the writes, is printed on its own;
 - ``first_rows_ms``: from asking to open the project to the first rows painted in both the
   Trace Inspector's and the Findings panel's lists;
 - ``refreshes``: views the panels applied during the writes (each one a read off the GUI thread).
@@ -220,8 +221,10 @@ def measure(path: Path, seconds: float, rate: float) -> dict:
     window.close()
     loop.processEvents()
     phases = {"opening": gaps[:opening], "writes": gaps[opening:]}
-    gaps.sort()
-    p99 = gaps[int(0.99 * (len(gaps) - 1))] if gaps else 0.0
+    # The targets are for the window while another process writes (issue 11); the opening of the
+    # 200,000-call project (its first reads and first paint) is reported on its own.
+    during = sorted(phases["writes"])
+    p99 = during[int(0.99 * (len(during) - 1))] if during else 0.0
     print(f"  opened after {opened_at[0]:.0f} ms; first rows: trace list {first_rows[0]:.0f} ms, "
           f"findings list {first_rows[1]:.0f} ms", file=sys.stderr)
     for name, part in phases.items():
@@ -229,7 +232,8 @@ def measure(path: Path, seconds: float, rate: float) -> dict:
         if part:
             print(f"  {name}: {len(part)} ticks, max stall {max(part):.0f} ms, "
                   f"p99 {part[int(0.99 * (len(part) - 1))]:.0f} ms", file=sys.stderr)
-    return {"max_stall_ms": round(max(gaps, default=0.0)), "p99_stall_ms": round(p99),
+    return {"max_stall_ms": round(max(during, default=0.0)), "p99_stall_ms": round(p99),
+            "opening_stall_ms": round(max(phases["opening"], default=0.0)),
             "first_rows_ms": round(max(first_rows.values())), "refreshes": refreshes, "commits": commits,
             "ticks": len(gaps)}
 
@@ -266,6 +270,8 @@ def main() -> None:
     sys.exit(emit([Figure(group, "gui_refresh: longest GUI stall under outside writes", result["max_stall_ms"], "ms",
                           ("<", 50), note),
                    Figure(group, "gui_refresh: p99 GUI stall", result["p99_stall_ms"], "ms", None, note),
+                   Figure(group, "gui_refresh: longest GUI stall while the project opens", result["opening_stall_ms"],
+                          "ms", None, "before the writes: the first reads of every panel and the first paint"),
                    Figure(group, "gui_refresh: first rows of Trace and Findings lists", result["first_rows_ms"], "ms",
                           ("<", 200), note)], True))
 

@@ -3,7 +3,9 @@
     .venv/bin/python bench/orchestration.py [--quick] [--json] [--only dispatch,ballot,overhead,startup]
 
 The run: RCP, 9 agents in 3 clusters, one round: 9 generation calls, then 72 vote calls. The
-server (tests/support/fake_llm_server.py) answers every request after a fixed latency (200 ms).
+server (tests/support/fake_llm_server.py) answers every request after a fixed latency (200 ms). It
+runs in a process of its own, as a real provider runs on another machine: its work is not charged
+to the dispatch being measured.
 
 ``dispatch`` section, once unlimited and once with the server enforcing 10 requests/s (a 1 s
 sliding window over the requests it accepted; above it: 429 with ``Retry-After`` in whole seconds,
@@ -24,6 +26,11 @@ ceil(calls in the phase / concurrency) × latency; under a rate limit R, the lar
 calls / R) and the calls lost or failed. Under 429s a run whose retries ran out stops
 "interrupted", resumable; the bench resumes it (as ``rwb resume`` would) until it ends, and
 counts a call lost only when it ended neither ok nor as a recorded failure.
+
+``split`` section: where the runner's time goes at 32 calls in flight. The runner at mc=32 with a
+gateway that answers after the latency and costs nothing (its own share: protocol, records,
+commits), and 32 calls at once through the real gateway against the same 32 through raw httpx
+(litellm's share: its work per call is serialised by the interpreter lock).
 
 ``ballot`` section: the same run in per-artifact mode and in ballot mode (0 ms latency): calls and
 prompt tokens per run (tokens as the loopback server counts them: words of the prompt).
@@ -131,6 +138,47 @@ def server(latency: float):
     return FakeLLMServer(default=Reply(text=lambda r: answer_text(r.messages), latency_s=latency))
 
 
+def _serve(latency: float, rps: float | None, conn) -> None:
+    """The body of :class:`ServerProcess`: the loopback server, answering the parent's commands."""
+    limiter = RateLimit(rps) if rps else None
+    with server(latency) as srv:
+        srv.rule = limiter
+        conn.send(srv.base_url)
+        while (command := conn.recv()) != "stop":
+            if command == "reset":
+                srv.max_in_flight = 0
+            conn.send({"max_in_flight": srv.max_in_flight, "refused": limiter.refused if limiter else 0})
+
+
+class ServerProcess:
+    """The loopback provider in a process of its own. A real provider's work is done on another
+    machine: run in the bench's process, the server's threads (HTTP parsing, JSON for 32 requests at
+    once) took the same interpreter lock as the client, and their time was charged to the dispatch
+    being measured (fire-all at 4.1x its bound, the runner at mc=32 at 2.0x)."""
+
+    def __init__(self, latency: float, rps: float | None):
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")  # no fork of a process with threads and litellm
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(latency, rps, child), daemon=True)
+        self._proc.start()
+        self.base_url: str = self._conn.recv()
+
+    def stats(self, *, reset: bool = False) -> dict:
+        self._conn.send("reset" if reset else "stats")
+        return self._conn.recv()
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._conn.send("stop")
+        self._proc.join(10)
+        if self._proc.is_alive():
+            self._proc.kill()
+
+
 def final_statuses(store, run_id: str) -> dict[str, str]:
     """Each call's last recorded status, by step key."""
     rows = store._connection().execute(
@@ -219,24 +267,22 @@ def dispatch_section(latency: float, rate: float, concurrencies: tuple[int, ...]
     with tempfile.TemporaryDirectory(prefix="rwb-orch-") as tmp_name:
         tmp = Path(tmp_name)
         for regime, rps in (("no limit", None), (f"{rate:g} req/s", rate)):
-            with server(latency) as srv:
-                limiter = RateLimit(rps) if rps else None
-                srv.rule = limiter
+            with ServerProcess(latency, rps) as srv:
                 modes = [("sequential", dict(dispatch="sequential", concurrency=1), 1), ("fire-all", None, max(PHASES))]
                 modes += [(f"runner mc={c}", dict(dispatch="concurrent", concurrency=c), c) for c in concurrencies]
                 if 32 in concurrencies:
                     modes.append(("runner mc=32 workers=32", dict(dispatch="concurrent", concurrency=32, workers=32), 32))
                 for label, kwargs, conc in modes:
-                    srv.max_in_flight = 0
-                    refused_before = limiter.refused if limiter else 0
+                    refused_before = srv.stats(reset=True)["refused"]
                     result = run_fire_all(srv.base_url) if kwargs is None else run_runner(srv.base_url, tmp, **kwargs)
+                    after = srv.stats()
                     bound = bound_s(latency, conc, rps)
                     ratio = result["wall"] / bound
                     is_runner = label.startswith("runner") and "workers" not in label
                     name = f"{regime}: {label}"
-                    note = f"bound {bound:.2f} s; max {srv.max_in_flight} in flight"
-                    if limiter:
-                        note += f"; {limiter.refused - refused_before} 429s"
+                    note = f"bound {bound:.2f} s; max {after['max_in_flight']} in flight"
+                    if rps:
+                        note += f"; {after['refused'] - refused_before} 429s"
                     if result.get("resumes"):
                         note += f"; resumed {result['resumes']}x"
                     figures.append(Figure(GROUP, f"{name}: wall", round(result["wall"], 2), "s", None, note))
@@ -432,7 +478,67 @@ def startup_section(repeats: int) -> list[Figure]:
     return figs
 
 
-SECTIONS = ("dispatch", "ballot", "overhead", "startup")
+# ----- where the runner's time goes at 32 calls in flight -----------------------------------------
+class SleepingGateway(StubGateway):
+    """The stub's answers after the latency, in the calling thread: a provider with no client cost."""
+
+    def __init__(self, latency: float):
+        self.latency = latency
+
+    def call(self, name, messages, **kwargs):
+        time.sleep(self.latency)
+        return super().call(name, messages, **kwargs)
+
+
+def split_section(latency: float) -> list[Figure]:
+    """The runner at 32 in flight with a gateway that costs nothing (its own share), and 32 calls at
+    once through the real gateway against raw httpx (litellm's share)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    from workbench.core.project.store import Store
+    from workbench.core.runs.config import parse_run_config
+    from workbench.services.llm.gateway import Gateway, warm_up
+    from workbench.services.runs.runner import Runner
+
+    warm_up()
+    walls = []
+    with ServerProcess(latency, None) as srv, tempfile.TemporaryDirectory(prefix="rwb-split-") as tmp:
+        for i in range(3):
+            store = Store.create(Path(tmp) / f"split-{i}.rwb")
+            runner = Runner(store, gateway=SleepingGateway(latency), max_workers=32)
+            run_id = runner.create(parse_run_config(rcp_config(srv.base_url, concurrency=32)), estimate=False)
+            start = time.perf_counter()
+            runner.execute(run_id)
+            walls.append(time.perf_counter() - start)
+            store.close_connection()
+        gateway = Gateway({"p": {"model": MODEL, "api_base": srv.base_url, "max_concurrency": 32, "timeout_s": 30}})
+        client = httpx.Client(base_url=srv.base_url, limits=httpx.Limits(max_connections=None))
+        msgs = [{"role": "user", "content": "Response to evaluate: x"}]
+        bursts = {"gateway": [], "httpx": []}
+        with ThreadPoolExecutor(32) as pool:
+            list(pool.map(lambda i: gateway.call("p", msgs, sample_index=i), range(32)))  # warm: connections open
+            for _ in range(3):
+                for kind, one in (("gateway", lambda i: gateway.call("p", msgs, sample_index=i)),
+                                  ("httpx", lambda i: client.post("/chat/completions",
+                                                                  json={"model": "fake-model", "messages": msgs}))):
+                    start = time.perf_counter()
+                    list(pool.map(one, range(32)))
+                    bursts[kind].append(time.perf_counter() - start)
+        client.close()
+    wall = sorted(walls)[1]
+    return [
+        Figure(GROUP, "runner mc=32, a gateway costing nothing: ratio to bound", round(wall / bound_s(latency, 32), 2),
+               "x", None, f"median of 3; wall {wall:.2f} s: the runner's own share at 32 in flight"),
+        Figure(GROUP, "32 calls at once through the gateway", round(min(bursts["gateway"]) * 1000), "ms", None,
+               f"best of 3, server latency {latency * 1000:.0f} ms: litellm's work, one interpreter"),
+        Figure(GROUP, "32 calls at once through raw httpx", round(min(bursts["httpx"]) * 1000), "ms", None,
+               f"best of 3, server latency {latency * 1000:.0f} ms"),
+    ]
+
+
+SECTIONS = ("dispatch", "split", "ballot", "overhead", "startup")
 
 
 def main() -> int:
@@ -452,6 +558,8 @@ def main() -> int:
     figures: list[Figure] = []
     if "dispatch" in only:
         figures += dispatch_section(latency, rate, concurrencies)
+    if "split" in only:
+        figures += split_section(latency)
     if "ballot" in only:
         figures += ballot_section()
     if "overhead" in only:

@@ -10,7 +10,11 @@ shared schedule (a wrapper around ``AgentRouter._simulate``, bench-local; the pr
 pacing option for ``sim``). Meanwhile a QTimer heartbeat (5 ms) measures how late the GUI thread
 serves it; the stall is the lateness past the interval.
 
-Printed: the longest stall (target < 50 ms), the 99th percentile, the calls and the rate reached.
+The run starts once the window has settled (the project open, its first reads shown, the plot
+modules imported in the background), as a person would start it.
+
+Printed: the longest stall (target < 50 ms), the longest after the run's first second (the run
+under way, without its start), the 99th percentile, the calls and the rate reached.
 """
 
 from __future__ import annotations
@@ -77,6 +81,7 @@ def main() -> int:
     from workbench.core.project.store import Store
     from workbench.core.runs.config import parse_run_config
     from workbench.services.project_model import ProjectModel
+    from workbench.ui import plots
     from workbench.ui.app import create_application, settle_memory
     from workbench.ui.main_window import MainWindow
     from workbench.ui.settings import AppSettings
@@ -105,16 +110,23 @@ def main() -> int:
 
     try:
         window.open_path(path)
-        if not run_until(lambda: window.model.store is not None and window.reads_idle(), 60):
+        # A person starts a run once the window has settled: the project open, its first reads
+        # shown, and the plot modules the window imports in the background after its first paint.
+        if not run_until(lambda: window.model.store is not None and window.reads_idle() and plots.imported.is_set(), 60):
             raise SystemExit("the project did not open within 60 s")
         clock = QElapsedTimer()
         gaps: list[float] = []
         last = [0.0]
 
+        late: list[tuple[float, float]] = []  # (ms since the run started, stall) for the stalls past 5 ms
+        begun = [0.0]
+
         def tick() -> None:
             now = clock.nsecsElapsed() / 1e6
             if last[0]:
                 gaps.append(max(0.0, now - last[0] - HEARTBEAT_MS))
+                if gaps[-1] > 5:
+                    late.append((last[0] - begun[0], gaps[-1]))
             last[0] = now
 
         beat = QTimer()
@@ -127,6 +139,7 @@ def main() -> int:
         clock.start()
         beat.start()
         started = time.perf_counter()
+        begun[0] = clock.nsecsElapsed() / 1e6
         if not window.runs.start_config(parse_run_config(config(clusters, per)), label="responsiveness bench"):
             raise SystemExit("the run did not start")
         run_until(lambda: bool(finished or failed), 600)
@@ -149,8 +162,12 @@ def main() -> int:
     print(f"live sim run: {calls} calls in {wall:.2f} s ({calls / wall:.0f} calls/s, paced at {args.rate:g}); "
           f"{len(gaps)} heartbeats; max stall {max(gaps, default=0):.0f} ms, p99 {p99:.0f} ms; status {summary.get('status')}",
           file=sys.stderr)
+    steady = max((stall for at, stall in late if at > 1000), default=0.0)
+    print(f"after the run's first second: max stall {steady:.0f} ms", file=sys.stderr)
     note = ("QUICK; " if args.quick else "") + f"{calls} sim calls paced at {args.rate:g}/s; {HEARTBEAT_MS} ms heartbeat"
     return emit([Figure(GROUP, "live sim run: longest event-loop stall", round(max(gaps, default=0.0)), "ms", ("<", 50), note),
+                 Figure(GROUP, "live sim run: longest stall after its first second", round(steady), "ms", None,
+                        "the run under way, its start (panels showing a new run) left out"),
                  Figure(GROUP, "live sim run: p99 event-loop stall", round(p99, 1), "ms", None, note),
                  Figure(GROUP, "live sim run: calls/s reached", round(calls / wall), "calls/s", None,
                         f"status {summary.get('status')}")], args.json)

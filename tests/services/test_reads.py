@@ -265,3 +265,44 @@ def test_not_loading_inside_the_callback_unless_a_newer_load_is_due(qtbot, pool)
     reader.load(lambda _c: 1, lambda v: seen.append(reader.loading))
     qtbot.waitUntil(lambda: seen == [False], timeout=WAIT_MS)
     qtbot.waitUntil(idle(reader), timeout=WAIT_MS)
+
+
+
+def test_a_read_asked_for_by_a_change_rests_after_a_slow_read_and_one_asked_by_the_person_does_not(qtbot, monkeypatch):
+    """A paced read waits REST_FACTOR x the previous read's time (on an injected clock); the
+    newest paced request is the one that runs after the rest; a read the person asks for starts
+    at once, rest or not."""
+    from types import SimpleNamespace
+
+    from workbench.services import reads as reads_module
+
+    now = [100.0]
+    monkeypatch.setattr(reads_module, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    pool = WorkerPool(max_threads=2)
+    reader = Reader(pool)
+    ran: list[str] = []
+    results: list[str] = []
+
+    def job(name, takes=0.0):
+        def fn(_cancel):
+            ran.append(name)
+            now[0] += takes  # the read takes this long, on the injected clock
+            return name
+        return fn
+
+    reader.load(job("slow", 0.2), results.append)
+    qtbot.waitUntil(lambda: results == ["slow"] and reader._current is None, timeout=5000)
+    reader.load(job("change 1"), results.append, paced=True)
+    assert reader._current is None and reader._rest.isActive()  # resting: nothing started
+    assert abs(reader._rest.interval() - reads_module.REST_FACTOR * 200) <= 1
+    reader.load(job("change 2"), results.append, paced=True)
+    qtbot.waitUntil(lambda: results[-1:] == ["change 2"], timeout=5000)
+    assert ran == ["slow", "change 2"]  # the stale paced request never ran
+
+    reader.load(job("slow again", 0.2), results.append)
+    qtbot.waitUntil(lambda: results[-1:] == ["slow again"] and reader._current is None, timeout=5000)
+    reader.load(job("click"), results.append)  # not paced: started at once
+    assert reader._current is not None and not reader._rest.isActive()
+    qtbot.waitUntil(lambda: results[-1:] == ["click"], timeout=5000)
+    reader.shutdown()
+    pool.shutdown()

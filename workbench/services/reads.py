@@ -14,6 +14,11 @@ Three rules keep that cheap and correct:
   the running read ends (its result dropped), exactly that newest request starts. A burst of 50
   change notifications costs at most two background reads, and one panel holds at most one
   pool thread.
+- **Paced when the data moves.** A read asked for because the project changed (``paced=True``)
+  starts no sooner than ``REST_FACTOR`` times the previous read's duration after it ended. With
+  the rollback journal every read holds the file against the writer's commit: during a live run
+  of 200 calls/s the panels re-reading back to back kept the runner waiting on its commits. A
+  read the person asked for (a click, a filter) is never paced.
 - **Quiet while waiting.** ``busy_changed(True)`` is emitted only once the newest data has been
   due for longer than ``busy_delay_ms``, so fast reads never flicker an "updating" mark. On
   failure (the project stayed locked, say) the previous data stays and ``on_failed`` is told.
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -37,6 +43,9 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from workbench.services.workers import JobError, Worker, WorkerPool
 
 log = logging.getLogger(__name__)
+
+REST_FACTOR = 3.0  # a paced reader reads at most a quarter of the time
+MAX_REST_S = 2.0  # however slow its last read, a change shows within this much more
 
 ReadFn = Callable[[threading.Event], object]
 
@@ -48,7 +57,9 @@ class _Request:
     on_done: Callable[[Any], None]
     on_failed: Callable[[JobError], None] | None
     cleanup: Callable[[], None] | None
+    paced: bool = False  # asked for by a change, not by the person: may wait for the rest to end
     ended: bool = False  # its result (or failure) has reached the GUI thread
+    began: float = 0.0  # time.monotonic() when it started on a worker
 
 
 class Reader(QObject):
@@ -80,6 +91,10 @@ class Reader(QObject):
         self._busy_timer.setSingleShot(True)
         self._busy_timer.setInterval(max(0, busy_delay_ms))
         self._busy_timer.timeout.connect(self._on_busy_timeout)
+        self._rest_until = 0.0  # time.monotonic() before which a paced read waits
+        self._rest = QTimer(self)
+        self._rest.setSingleShot(True)
+        self._rest.timeout.connect(self._on_rested)
 
     # ----- state -------------------------------------------------------------------------
     @property
@@ -101,28 +116,31 @@ class Reader(QObject):
     # ----- commands ----------------------------------------------------------------------
     def load(self, fn: ReadFn, on_done: Callable[[Any], None], *,
              on_failed: Callable[[JobError], None] | None = None,
-             cleanup: Callable[[], None] | None = None) -> int:
+             cleanup: Callable[[], None] | None = None, paced: bool = False) -> int:
         """Ask for ``fn``'s result; ``on_done(result)`` runs only if no newer load came since.
+        ``paced``: the project changed (not the person asking), so the read may wait for the
+        reader's rest after its previous read (see the module's notes).
 
         Returns the request's generation. After ``shutdown`` nothing starts (returns -1).
         """
         if self._closed:
             return -1
         self._generation += 1
-        request = _Request(self._generation, fn, on_done, on_failed, cleanup)
+        request = _Request(self._generation, fn, on_done, on_failed, cleanup, paced)
         if not self._busy and not self._busy_timer.isActive():
             self._busy_timer.start()
         if self._current is not None:
             self._worker.cancel_event.set()  # type: ignore[union-attr]
             self._pending = request  # replaces any earlier due request: it is stale too
         else:
-            self._start(request)
+            self._start_or_rest(request)
         return request.generation
 
     def cancel(self) -> None:
         """Apply nothing that is running or due (e.g. the project closed)."""
         self._generation += 1
         self._pending = None
+        self._rest.stop()
         if self._worker is not None:
             self._worker.cancel_event.set()
         self._settle()
@@ -133,7 +151,25 @@ class Reader(QObject):
         self._closed = True
 
     # ----- internals ---------------------------------------------------------------------
+    def _start_or_rest(self, request: _Request) -> None:
+        wait = self._rest_until - time.monotonic()
+        if request.paced and wait > 0:
+            self._pending = request
+            if not self._rest.isActive():
+                self._rest.start(max(1, round(wait * 1000)))
+            return
+        self._rest.stop()
+        self._pending = None
+        self._start(request)
+
+    def _on_rested(self) -> None:
+        request, self._pending = self._pending, None
+        if request is not None and self._current is None and not self._closed:
+            self._start(request)
+
     def _start(self, request: _Request) -> None:
+        request.began = time.monotonic()
+
         def job(cancel: threading.Event) -> object:
             try:
                 return request.fn(cancel)
@@ -174,10 +210,13 @@ class Reader(QObject):
             log.warning("%s failed: %s\n%s", self._name, error.message, error.details)
 
     def _on_done(self) -> None:
+        if self._current is not None:
+            now = time.monotonic()
+            self._rest_until = now + min(MAX_REST_S, REST_FACTOR * (now - self._current.began))
         self._current = self._worker = None
         request, self._pending = self._pending, None
         if request is not None and not self._closed:
-            self._start(request)
+            self._start_or_rest(request)
 
     def _on_busy_timeout(self) -> None:
         if self.loading:

@@ -30,6 +30,7 @@ from workbench.services.runs.service import RunService
 from workbench.ui import prompts, theme
 from workbench.ui.panels import ALL_PANELS
 from workbench.ui.panels.base import Panel
+from workbench.ui.plots import import_in_background
 from workbench.ui.panels.live_run_panel import progress_text
 from workbench.ui.settings import AppSettings
 from workbench.ui.widgets.notices import NoticeArea
@@ -268,6 +269,7 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().showEvent(event)
+        QTimer.singleShot(0, import_in_background)  # after the first paint
         if not self._layout_restored:
             # No saved layout: size the docks now, and again while the window system settles the
             # window's size in the first seconds (extra height would otherwise all go to the bottom).

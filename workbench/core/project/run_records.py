@@ -1,5 +1,6 @@
-"""Writing a run into the project file: one transaction per completed call, with the protocol's
-own records (artifacts, votes, ballots, traces) in the same transaction as the call.
+"""Writing a run into the project file: one transaction per completed call (or per group of calls
+that completed together), with the protocol's own records (artifacts, votes, ballots, traces) in
+the same transaction as the call.
 
 A crash therefore loses at most the calls in flight. A call that is issued again after a resume
 replaces its earlier failed record instead of adding a duplicate.
@@ -87,24 +88,39 @@ def _question_id(cfg: RunConfig, run_id: str) -> str:
 
 def record_call(store: Store, run_id: str, round_id: int, rec: CallRecord, cfg: RunConfig) -> tuple[int, Changes]:
     """Persist one finished call and what it means for the protocol, in one transaction."""
-    call = rec.call
+    call_ids, changes = record_calls(store, run_id, round_id, [rec], cfg)
+    return call_ids[0], changes
+
+
+def record_calls(store: Store, run_id: str, round_id: int, recs: list[CallRecord],
+                 cfg: RunConfig) -> tuple[list[int], Changes]:
+    """Persist calls that finished together, in one transaction (a group commit): with the
+    rollback journal each commit waits for the file's readers and syncs the disk, so calls that
+    end in the same moment share one. All of them are stored, or none."""
     with _sql.write(store) as tx:
-        superseded = []
-        later = sorted((*rec.earlier, rec), key=lambda r: int((r.gateway.get("reask") or {}).get("reask", 0)))
-        for old in rec.earlier:  # the replies this one superseded, each its own row, kept as they came
-            old = clipped(old)
-            old_id = _insert_call(tx, run_id, round_id, old, superseded_key(call.key, old), call.purpose + SUPERSEDED)
-            if old.reply.ok:  # answered, but unreadable: the next attempt names why
-                after = next((r for r in later if (r.gateway.get("reask") or {}).get("reask", 0)
-                              > (old.gateway.get("reask") or {}).get("reask", 0)), None)
-                why = (after.gateway.get("reask") or {}).get("reask_error") if after is not None else None
-                tx.update("llm_calls", old_id, {"status": "invalid", "error": why})
-            superseded.append(superseded_key(call.key, old))
-        call_id = _insert_call(tx, run_id, round_id, rec, call.key, call.purpose, superseded)
-        valid = _record_protocol_rows(tx, run_id, round_id, call_id, rec, cfg)
-        if valid is False:
-            tx.update("llm_calls", call_id, {"status": "invalid"})
-    return call_id, tx.changes
+        call_ids = [_record(tx, run_id, round_id, rec, cfg) for rec in recs]
+    return call_ids, tx.changes
+
+
+def _record(tx: Transaction, run_id: str, round_id: int, rec: CallRecord, cfg: RunConfig) -> int:
+    """One call: the replies it superseded, its own row, and its protocol rows."""
+    call = rec.call
+    superseded = []
+    later = sorted((*rec.earlier, rec), key=lambda r: int((r.gateway.get("reask") or {}).get("reask", 0)))
+    for old in rec.earlier:  # the replies this one superseded, each its own row, kept as they came
+        old = clipped(old)
+        old_id = _insert_call(tx, run_id, round_id, old, superseded_key(call.key, old), call.purpose + SUPERSEDED)
+        if old.reply.ok:  # answered, but unreadable: the next attempt names why
+            after = next((r for r in later if (r.gateway.get("reask") or {}).get("reask", 0)
+                          > (old.gateway.get("reask") or {}).get("reask", 0)), None)
+            why = (after.gateway.get("reask") or {}).get("reask_error") if after is not None else None
+            tx.update("llm_calls", old_id, {"status": "invalid", "error": why})
+        superseded.append(superseded_key(call.key, old))
+    call_id = _insert_call(tx, run_id, round_id, rec, call.key, call.purpose, superseded)
+    valid = _record_protocol_rows(tx, run_id, round_id, call_id, rec, cfg)
+    if valid is False:
+        tx.update("llm_calls", call_id, {"status": "invalid"})
+    return call_id
 
 
 def _insert_call(tx: Transaction, run_id: str, round_id: int, rec: CallRecord, step_key: str, purpose: str,

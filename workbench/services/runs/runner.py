@@ -23,7 +23,8 @@ from workbench.core.limits import MAX_CONCURRENCY
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 from workbench.core.runs.config import RunConfig, parse_run_config, protocol_generator
 from workbench.core.project import calls, runs
-from workbench.core.project.run_records import CallRecord, clipped, finish_run, prepare_run, record_call
+from workbench.core.project.run_records import (CallRecord, clipped, finish_run, prepare_run, record_call,
+                                                 record_calls)
 from workbench.core.project.store import Store
 from workbench.core.project.validity import degraded_reason, run_validity
 from workbench.core.project.spend import cache_counts, fallback_tokens, run_spend
@@ -249,12 +250,18 @@ class Runner:
         self._progress(batch.label)
         pause: list[str] = []
 
-        def finished(rec: CallRecord) -> None:
-            if rec.gateway.get("status") == "cancelled":
-                self._call_event("finished", rec.call, status="cancelled", error=rec.reply.error)
-                return  # not a result: a resume issues it again
-            rec = clipped(rec)  # a reply past MAX_REPLY_CHARS: cut, with a note (docs/limits.md)
-            call_id, _ = record_call(self.store, self._run_id, round_id, rec, self._cfg)
+        def finished(*ended: CallRecord) -> None:
+            """Record calls that ended together (one transaction), then account for each."""
+            kept = []
+            for rec in ended:
+                if rec.gateway.get("status") == "cancelled":  # not a result: a resume issues it again
+                    self._call_event("finished", rec.call, status="cancelled", error=rec.reply.error)
+                else:
+                    kept.append(clipped(rec))  # a reply past MAX_REPLY_CHARS: cut, with a note (docs/limits.md)
+            for rec, call_id in zip(kept, self._record(round_id, kept)):
+                account(rec, call_id)
+
+        def account(rec: CallRecord, call_id: int) -> None:
             self._call_finished(rec, call_id)
             replies[rec.call.key] = rec.reply
             self._count["done"] += 1
@@ -309,9 +316,7 @@ class Runner:
                 pending: set[Future] = {pool.submit(answer, call) for call in todo}
                 while pending:
                     done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        if (rec := future.result()) is not None:
-                            finished(rec)
+                    finished(*(rec for future in done if (rec := future.result()) is not None))
                     if self.cancel.is_set():
                         for future in pending:
                             future.cancel()
@@ -324,6 +329,25 @@ class Runner:
             raise _Stop(f"{pause[0]}; {missing} call(s) of this step can be resumed",
                         for_human=pause[0] == WAITING_FOR_HUMAN)
         return replies
+
+    def _record(self, round_id: int, recs: list[CallRecord]) -> list[int]:
+        """Store calls that ended together in one transaction. Should that fail, each is stored
+        on its own, so one record that cannot be written never costs the others theirs; the
+        first error is raised after every other call is stored."""
+        if len(recs) > 1:
+            try:
+                return record_calls(self.store, self._run_id, round_id, recs, self._cfg)[0]
+            except Exception:  # noqa: BLE001 - retried one by one just below, where it is raised
+                pass
+        ids, error = [], None
+        for rec in recs:
+            try:
+                ids.append(record_call(self.store, self._run_id, round_id, rec, self._cfg)[0])
+            except Exception as exc:  # noqa: BLE001 - raised once the others are stored
+                error = error or exc
+        if error is not None:
+            raise error
+        return ids
 
     def _replayed(self, call: AgentCall) -> CallRecord:
         """The stored reply to ``call`` in the run being replayed; a call it never answered is

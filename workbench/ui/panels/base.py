@@ -78,8 +78,9 @@ class Panel(QWidget):
         return self.model.store
 
     # ----- the read cycle ------------------------------------------------------------------
-    def request(self, changes: Changes | None = None) -> None:
-        """Ask for a new view: of everything (``None``) or after ``changes``."""
+    def request(self, changes: Changes | None = None, *, paced: bool = False) -> None:
+        """Ask for a new view: of everything (``None``) or after ``changes``. ``paced``: asked
+        for by a change in the project, so it may wait for the reader's rest (services.reads)."""
         reading = self._reading
         if reading is None:
             return
@@ -89,7 +90,7 @@ class Panel(QWidget):
             self._due = self._due | changes
         due = None if self._due_all else self._due
         self.reader.load(lambda cancel: self.load(reading, due, cancel), self._on_loaded,
-                         on_failed=self._on_load_failed, cleanup=reading.close_connection)
+                         on_failed=self._on_load_failed, cleanup=reading.close_connection, paced=paced)
 
     def _on_opened(self, store: Store) -> None:
         self.empty_label.hide()
@@ -106,7 +107,7 @@ class Panel(QWidget):
 
     def _on_changed(self, changes: Changes) -> None:
         if self._reading is not None and changes.touches(*self.TABLES):
-            self.request(changes)
+            self.request(changes, paced=True)
 
     def _on_loaded(self, view: object) -> None:
         # The newest read covered every change asked for so far: nothing is due any more.

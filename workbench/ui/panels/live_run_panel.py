@@ -23,6 +23,7 @@ from workbench.services.reads import Reader
 from workbench.services.runs.manual_agents import QtManualAgents
 from workbench.services.runs.service import RunService
 from workbench.ui.panels.base import Panel
+from workbench.ui.widgets.contained import Contained
 from workbench.ui.widgets.call_detail import CallDetailView
 from workbench.ui.widgets.config_source import ConfigSource
 from workbench.ui.widgets.escalation_form import EscalationForm, context_html
@@ -164,7 +165,7 @@ class LiveRunPanel(Panel):
         self.progress_label = ElidedRichLabel("", self)
         self.progress_label.setObjectName("runProgress")
         self.progress_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        controls.addWidget(self.progress_label, 1)
+        controls.addWidget(Contained(self.progress_label, self), 1)  # it changes with every call
         return controls
 
     def _build_runs(self) -> QWidget:
@@ -193,7 +194,7 @@ class LiveRunPanel(Panel):
         self.calls_heading.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         heading.addWidget(self.badge, 0, Qt.AlignmentFlag.AlignTop)
         heading.addWidget(self.sim_note, 0, Qt.AlignmentFlag.AlignTop)
-        heading.addWidget(self.calls_heading, 1)
+        heading.addWidget(Contained(self.calls_heading, self), 1)  # it changes with every call
         calls_layout.addLayout(heading)
         self.timeline = RunTimeline(self)
         self.timeline.call_selected.connect(self._on_call_selected)
@@ -592,7 +593,7 @@ class LiveRunPanel(Panel):
     def changeEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange and hasattr(self, "badge"):  # a new theme
-            self.badge.set_status(self.badge.status)
+            self.badge.set_status(self.badge.status, restyle=True)
             self._show_heading()
 
     def _on_waiting_changed(self, n: int) -> None:

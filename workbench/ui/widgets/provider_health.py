@@ -106,9 +106,9 @@ class ProviderHealth(QWidget):
 
     def _on_changed(self, changes: Changes) -> None:
         if self._reading is not None and changes.touches(*TABLES):
-            self.request()
+            self.request(paced=True)
 
-    def request(self) -> None:
+    def request(self, *, paced: bool = False) -> None:
         reading = self._reading
         if reading is None:
             return
@@ -118,7 +118,7 @@ class ProviderHealth(QWidget):
 
             return [display_row(s) for s in provider_stats(reading)]
 
-        self.reader.load(read, self._apply, cleanup=reading.close_connection)
+        self.reader.load(read, self._apply, cleanup=reading.close_connection, paced=paced)
 
     def _apply(self, rows: list[dict]) -> None:
         self.refresh_count += 1

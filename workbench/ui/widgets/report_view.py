@@ -110,26 +110,35 @@ class ReportView(QWidget):
         self._writer.shutdown()
 
     # ----- reading ----------------------------------------------------------------------------
-    def _read(self) -> None:
-        run_id, reading = self.run_id, self.model.store.reader()
+    def _read(self, *, paced: bool = False) -> None:
+        run_id, reading, shown = self.run_id, self.model.store.reader(), self.markdown
 
-        def load(_cancel: threading.Event) -> tuple[str, str]:
+        def load(_cancel: threading.Event) -> tuple[str, str, str | None]:
             from workbench.core.project.export import to_markdown
+            from workbench.core.report_md import STYLE, body_html
 
-            return run_id, to_markdown(reading, run_id)
+            markdown = to_markdown(reading, run_id)
+            # The page is built here, off the GUI thread (150 ms for a long report), and only
+            # when the report changed.
+            page = None if markdown == shown else \
+                f"<html><head><style>{STYLE}</style></head><body>{body_html(markdown)}</body></html>"
+            return run_id, markdown, page
 
-        self._reader.load(load, self._on_loaded, on_failed=self._on_read_failed, cleanup=reading.close_connection)
+        self._reader.load(load, self._on_loaded, on_failed=self._on_read_failed, cleanup=reading.close_connection,
+                          paced=paced)
 
-    def _on_loaded(self, result: tuple[str, str]) -> None:
-        run_id, markdown = result
+    def _on_loaded(self, result: tuple[str, str, str | None]) -> None:
+        run_id, markdown, page = result
         if run_id != self.run_id:
             return
-        from workbench.core.report_md import STYLE, body_html
-
         if markdown != self.markdown:
+            if page is None:  # the view was emptied since the read began: build it here, once
+                from workbench.core.report_md import STYLE, body_html
+
+                page = f"<html><head><style>{STYLE}</style></head><body>{body_html(markdown)}</body></html>"
             scroll = self.browser.verticalScrollBar().value()
             self.markdown = markdown
-            self.browser.setHtml(f"<html><head><style>{STYLE}</style></head><body>{body_html(markdown)}</body></html>")
+            self.browser.setHtml(page)
             self.browser.verticalScrollBar().setValue(scroll)
         for button in self.buttons.values():
             button.setEnabled(True)
@@ -147,7 +156,7 @@ class ReportView(QWidget):
             return
         if changes.runs and self.run_id not in changes.runs:
             return
-        self._read()
+        self._read(paced=True)
 
     def _on_closed(self) -> None:
         self.run_id = None

@@ -18,6 +18,7 @@ from workbench.ui.widgets.run_timeline import AMBER, BLUE, GREY, RED, tone
 RUN_STATUS = {"completed": ("✓", ""), "degraded": ("⚠", AMBER), "stopped_at_cap": ("⏸", AMBER),
               "interrupted": ("↻", GREY), "failed": ("✖", RED), "running": ("◐", BLUE)}
 SPINNER = "◐◓◑◒"
+QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's QWIDGETSIZE_MAX: no maximum
 SIM_BADGE = "#6b4fbb"
 SIM_NOTE = "SIM: simulated panel, no model was called"
 WAITING = "waiting for a human decision"  # the runner's reason for a run stopped for its conductor
@@ -45,7 +46,12 @@ class RunBadge(QLabel):
         self._spin.timeout.connect(self._on_spin)
         self.hide()
 
-    def set_status(self, status: str | None) -> None:
+    def set_status(self, status: str | None, *, restyle: bool = False) -> None:
+        """Show ``status``; the same status again changes nothing (the live heading calls this
+        for every call, and a new style sheet re-lays out the window), unless ``restyle`` (a new
+        theme)."""
+        if status == self.status and status is not None and not restyle and not self.isHidden():
+            return
         self.status = status
         if status is None:
             self._spin.stop()
@@ -60,8 +66,13 @@ class RunBadge(QLabel):
                            + (f" color: {colour};" if colour else "") + " }")
         self.setText(f"{glyph} {status.replace('_', ' ')}")
         self.setToolTip(f"Run status: {status}")
+        self.setMinimumSize(0, 0)
+        self.setMaximumSize(QWIDGETSIZE_MAX, QWIDGETSIZE_MAX)
         if status == "running":
             self._spin.start()
+            # A fixed size while the spinner turns: a widget of fixed size changing its text
+            # does not make the window lay itself out again four times a second.
+            self.setFixedSize(self.sizeHint())
         else:
             self._spin.stop()
         self.show()

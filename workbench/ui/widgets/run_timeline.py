@@ -15,6 +15,7 @@ from PySide6.QtCore import QEvent, QItemSelectionModel, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QPalette
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
+from workbench.ui.widgets.contained import Contained
 from workbench.ui.widgets.manual_prompt import escape_html
 from workbench.ui.widgets.record_table import RecordTable
 
@@ -30,6 +31,7 @@ RED = "#b3261e"
 AMBER = "#b26a00"
 BLUE = "#1f5fa8"
 _KEYS = {RED: "error", AMBER: "warning", BLUE: "info"}
+REFRESH_MS = 100  # live call events are shown at most this often
 
 
 def tone(colour: str) -> str:
@@ -113,19 +115,26 @@ class RunTimeline(QWidget):
         strip.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.strip = strip
         self._fit_strip()
-        self.table = RecordTable(CALL_COLUMNS, "Filter calls…", self)
+        self.table = RecordTable(CALL_COLUMNS, "Filter calls…", self, grows=True)
         self.table.model.decorate = decorate_call
         self.table.view.selectionModel().selectionChanged.connect(self._on_selection)
         self.table.view.verticalScrollBar().valueChanged.connect(self._on_scrolled)
         self.strip_row = QHBoxLayout()  # the phases, then whatever the caller adds at the right
         self.strip_row.setSpacing(4)
-        self.strip_row.addWidget(strip, 1)
+        self.strip_row.addWidget(Contained(strip, self), 1)  # the chips change with every call
         layout.addLayout(self.strip_row)
         layout.addWidget(self.table, 1)
 
         self._tick = QTimer(self)  # calls in flight show how long they have waited
         self._tick.setInterval(1000)
         self._tick.timeout.connect(self._refresh)
+        # Call events arrive as fast as the run makes calls (hundreds a second): the rows are
+        # rebuilt at most every REFRESH_MS, so the window keeps up with any run. What the person
+        # does (start, stop, a read landing) still shows at once.
+        self._pending = QTimer(self)
+        self._pending.setSingleShot(True)
+        self._pending.setInterval(REFRESH_MS)
+        self._pending.timeout.connect(self._refresh)
 
     # ----- what is shown ---------------------------------------------------------------------
     @property
@@ -162,7 +171,8 @@ class RunTimeline(QWidget):
             before = self._live.get(e.key)
             began = before["_started"] if before is not None and e.kind != "started" else now
             self._live[e.key] = event_row(e, began)
-        self._refresh()
+        if not self._pending.isActive():
+            self._pending.start()
 
     def clear(self) -> None:
         self._stored, self._live, self._live_run = [], {}, None
@@ -193,6 +203,7 @@ class RunTimeline(QWidget):
         return rows
 
     def _refresh(self) -> None:
+        self._pending.stop()  # whatever was pending is shown now
         rows = self._merged()
         if any(r["status"] in ("running", "waiting") for r in rows):
             if not self._tick.isActive():

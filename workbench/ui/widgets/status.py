@@ -7,6 +7,8 @@ from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QFontMetrics, QPainter
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy, QWidget
 
+from workbench.ui.widgets.contained import Contained
+
 
 class ElidedLabel(QLabel):
     """A one-line label that shows "…" where its text does not fit, so a long path never makes
@@ -61,7 +63,7 @@ class JobStatus(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(6)
         layout.addWidget(self.bar, 0, Qt.AlignmentFlag.AlignVCenter)
-        layout.addWidget(self.label, 1)
+        layout.addWidget(Contained(self.label, self), 1)  # its words change with every step of the job
         layout.addWidget(self.cancel_button, 0, Qt.AlignmentFlag.AlignVCenter)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self._fit_bar()
@@ -90,13 +92,18 @@ class JobStatus(QWidget):
         self.bar.setFormat(text)  # also the bar's accessible text
         self.label.setText(text)
         # Room for the words (up to a point): the project's path and the providers elide first.
-        self.label.setMinimumWidth(min(self.label.fontMetrics().horizontalAdvance(text) + 8, 380))
+        # It grows in steps and never shrinks during a job, so the counts ticking up do not
+        # re-lay out the window at every step.
+        need = min(self.label.fontMetrics().horizontalAdvance(text) + 8, 380)
+        if need > self.label.minimumWidth():
+            self.label.setMinimumWidth(min(-(-need // 40) * 40, 380))
         self.cancel_button.setVisible(cancellable)
         self.cancel_button.setToolTip(tooltip)
         self.show()
 
     def finish(self) -> None:
         self.cancel_button.hide()
+        self.label.setMinimumWidth(120)
         self.hide()
 
     @property
