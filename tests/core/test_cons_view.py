@@ -111,6 +111,22 @@ def test_a_decision_moves_a_challenged_finding_to_resolved_and_a_later_vote_reop
     assert [r.id for r in finding_review.window(store, offset=0, limit=10, queue="challenged")] == ["f1"]
 
 
+def test_a_vote_in_the_decisions_own_millisecond_still_reopens_the_finding(findings, monkeypatch):
+    # Timestamps step by 1 ms: a frozen clock puts the decision and the vote in the same step.
+    from workbench.core.project import audit, findings as findings_module
+
+    store, book = findings
+    frozen = "2026-11-27T10:00:00.000Z"
+    monkeypatch.setattr(audit, "utc_now", lambda: frozen)
+    monkeypatch.setattr(findings_module, "utc_now", lambda: frozen)
+    finding_review.decide(store, "f1", "confirm")
+    assert finding_review.row(store, "f1").resolved
+    book.submit_vote("f1", "auditor", "challenge", 0.9, "still reverted", client="gui")
+    row = finding_review.row(store, "f1")
+    assert not row.resolved and row.last_vote_at == "2026-11-27T10:00:00.001Z"
+    assert finding_review.count(store, queue="challenged") == 1
+
+
 def test_the_clients_seen_are_the_mcp_clients_that_voted(findings):
     store, _ = findings
     assert [(c.client, c.votes) for c in finding_review.clients_seen(store)] == [("claude-code", 1)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from workbench.core.protocols.findings.book import DEFAULT_THRESHOLD, Vote, consensus
@@ -31,6 +32,23 @@ SELECT finding_id, sum(status = 'valid'), sum(status = 'invalid'), max(created_a
 FROM finding_votes WHERE finding_id IN ({ids}) GROUP BY finding_id
 """
 _CHUNK = 500  # SQLite's parameter limit is far above this; it keeps each statement small
+
+
+def vote_time(conn: sqlite3.Connection, finding_id: str, now: str) -> str:
+    """The timestamp for a vote on ``finding_id`` written now, inside the writer's transaction.
+
+    A reviewer's decision resolves a finding until a newer vote arrives (finding_review compares
+    the two times). Timestamps have millisecond steps, so a vote in the decision's own millisecond
+    would look as old as the decision and leave it resolved; the vote is dated one step after the
+    decision instead, so the order of the two writes (serialised by their transactions) holds.
+    """
+    row = conn.execute("SELECT max(created_at) FROM audit_notes WHERE record_kind = 'finding' "
+                       "AND record_id = ? AND verdict IN ('ok', 'wrong')", (finding_id,)).fetchone()
+    decided = row[0] if row else None
+    if decided is None or now > decided:
+        return now
+    after = datetime.fromisoformat(decided.replace("Z", "+00:00")) + timedelta(milliseconds=1)
+    return after.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def refresh(conn: sqlite3.Connection, finding_ids: Iterable[str]) -> None:

@@ -52,7 +52,7 @@ from workbench.core.protocols.findings.book import (
     check_threshold,
     consensus,
 )
-from workbench.core.project.finding_scores import refresh_scores
+from workbench.core.project.finding_scores import refresh_scores, vote_time
 from workbench.core.project.store import Store, utc_now
 from workbench.core.project import _sql
 
@@ -242,6 +242,7 @@ class FindingsStore:
                     if not known[fid]:
                         ids.append(InputError("finding_id", f"no finding with id {fid!r}"))
                         continue
+                    row = {**row, "created_at": vote_time(self.store._connection(), fid, row["created_at"])}
                     ids.append(tx.insert("finding_votes", row))
                 refresh_scores(tx, [fid for fid, ok in known.items() if ok])
             return ids

@@ -18,7 +18,7 @@ from workbench.core.project.changes import Changes
 from workbench.core.runs.config import RunConfig
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply
 from workbench.core.project._sql import Transaction
-from workbench.core.project.finding_scores import refresh_scores
+from workbench.core.project.finding_scores import refresh_scores, vote_time
 from workbench.core.project.findings import claim_findings
 from workbench.core.project.store import Store, utc_now
 from workbench.core.project import _sql
@@ -209,7 +209,8 @@ def _record_protocol_rows(tx: Transaction, run_id: str, round_id: int, call_id: 
             "finding_id": call.meta["finding"], "agent": call.agent, "vote_type": vote.vote_type.value if vote else None,
             "confidence": vote.confidence if vote else None, "reason": vote.reason if vote else "",
             "status": "valid" if vote else "invalid", "invalid_reason": None if vote else parsed.reason,
-            "raw": text, "client": "run", "run_id": run_id, "call_id": call_id, "simulated": sim, "created_at": now})
+            "raw": text, "client": "run", "run_id": run_id, "call_id": call_id, "simulated": sim,
+            "created_at": vote_time(tx.store._connection(), call.meta["finding"], now)})
         refresh_scores(tx, [call.meta["finding"]])
         return vote is not None
     if call.purpose == "ballot":  # CONS
