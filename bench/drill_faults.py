@@ -19,12 +19,16 @@ answering after 20 ms.
    (``litellm.completion`` without ``stream``), so a "truncated stream" cannot happen on its wire:
    the drill sends a real completion's JSON cut off halfway instead (the connection's view of a
    stream dropped mid-body). Malformed and truncated bodies are not retryable (``bad_response``):
-   they end as recorded failures. When the run ends ``interrupted`` (retries ran out), or
-   ``failed`` with calls missing, the drill runs ``rwb resume`` until it ends (at most 10 times).
+   they end as recorded failures.
+3. **Resumed**, as a user would: while the run ends ``interrupted`` (retries ran out), or
+   ``failed`` or ``degraded`` with recorded failures, ``rwb resume`` issues the failed and missing
+   calls again (at most 10 times), the server still injecting faults.
 
-Figures: calls lost (a plan key with no final row that is ok/invalid or a recorded failure, and
-not a vote on an artifact whose generation is a recorded failure; target 0), failures without a reason (target 0), duplicated replies (target 0), retries spent
-(sum of ``attempts`` over every row, minus the planned calls), the requests the server saw, the
+Figures: calls lost at the fault run's end and after the resumes (a plan key with no final row
+that is ok/invalid or a recorded failure, and not a vote on an artifact whose generation is a
+recorded failure; target 0), failures without a reason (target 0), duplicated replies (target 0),
+the recorded failures the fault run ended with and those left after the resumes, retries spent
+(sum of ``attempts`` over every row, minus the calls issued), the requests the server saw, the
 fault run's wall time against the baseline's (the runner's own ``duration_s``, summed over the run
 and its resumes; and the processes' wall, litellm's import included), the final status and exit
 codes, resumes needed, and ``PRAGMA integrity_check`` (target ok). Exits non-zero when a target is
@@ -263,9 +267,17 @@ def drill(agents: int, seed: int) -> list[Figure]:
         status = summary.get("status")
         print(f"  fault run: {status} exit {code} in {wall:.1f} s" + (f" ({err.splitlines()[-1]})" if err else ""),
               file=sys.stderr)
+        first, first_status = audit(plan, rows(project, run_id)), status
+        # An interrupted run's calls not yet issued wait for the resume: pending, not lost.
+        first_pending = first["lost"] if first_status == "interrupted" else []
+        first_lost = [] if first_status == "interrupted" else first["lost"]
         resumes = 0
-        while resumes < MAX_RESUMES and (status == "interrupted" or
-                                         (status == "failed" and audit(plan, rows(project, run_id))["lost"])):
+
+        def resumable(result: dict) -> bool:  # what a user resumes: a stop, or failures to issue again
+            return status == "interrupted" or (status in ("failed", "degraded") and
+                                               bool(result["lost"] or result["failures"] or result["skipped"]))
+
+        while resumes < MAX_RESUMES and resumable(audit(plan, rows(project, run_id))):
             resumes += 1
             code, summary, wall, err = rwb("resume", run_id, "--project", str(project))
             codes.append(code)
@@ -282,16 +294,22 @@ def drill(agents: int, seed: int) -> list[Figure]:
     fault_dur, fault_wall = sum(durations), sum(walls)
     injected = ", ".join(f"{k} {rule.injected[k]}" for k, _ in FAULTS)
     failed = ", ".join(f"{k} {n}" for k, n in sorted(result["failures"].items())) or "none"
+    first_failed = ", ".join(f"{k} {n}" for k, n in sorted(first["failures"].items())) or "none"
     retries = result["attempts"] - result["issued"]
     figures += [
         Figure(GROUP, "provider faults: calls planned", len(plan), "calls", None,
                f"RCP {agents} agents, 1 round; expected {planned}; baseline {base_summary.get('status')}"),
-        Figure(GROUP, "provider faults: calls lost", len(result["lost"]), "calls", ("==", 0),
-               f"ok {result['ok']}, invalid {result['invalid']}, recorded failures {sum(result['failures'].values())}, "
-               f"not issued (artifact's generation failed) {len(result['skipped'])}"
-               + (f"; lost e.g. {result['lost'][:3]}" if result["lost"] else "")),
-        Figure(GROUP, "provider faults: failures without a reason", len(result["unexplained"]), "calls", ("==", 0),
-               f"recorded failures by kind: {failed}"),
+        Figure(GROUP, "provider faults: calls lost", len(first_lost) + len(result["lost"]), "calls", ("==", 0),
+               f"at the fault run's end ({first_status}) {len(first_lost)}: ok {first['ok']}, invalid "
+               f"{first['invalid']}, recorded failures {sum(first['failures'].values())}, not issued (artifact's "
+               f"generation failed) {len(first['skipped'])}, pending a resume {len(first_pending)}; after the "
+               f"resumes {len(result['lost'])}"
+               + (f"; lost e.g. {(first_lost + result['lost'])[:3]}" if first_lost or result["lost"] else "")),
+        Figure(GROUP, "provider faults: failures without a reason", len(first["unexplained"]) + len(result["unexplained"]),
+               "calls", ("==", 0), f"recorded failures by kind at the fault run's end: {first_failed}"),
+        Figure(GROUP, "provider faults: recorded failures left after resumes", sum(result["failures"].values()),
+               "calls", None, f"ok {result['ok']}, invalid {result['invalid']}, by kind: {failed}; not issued "
+                              f"(artifact's generation failed) {len(result['skipped'])}"),
         Figure(GROUP, "provider faults: replies recorded twice", result["duplicated"], "calls", ("==", 0),
                f"{result['rows']} llm_calls rows; keys outside the plan {len(result['extra'])}"),
         Figure(GROUP, "provider faults: retries spent", retries, "attempts", None,
@@ -301,12 +319,13 @@ def drill(agents: int, seed: int) -> list[Figure]:
                "x", None, f"runner time {fault_dur:.1f} s vs {base_dur:.1f} s (run + resumes); "
                           f"processes {fault_wall:.1f} s vs {base_wall:.1f} s"),
         Figure(GROUP, "provider faults: final status", status or "?", "", None,
-               f"exit codes {' -> '.join(map(str, codes))} (baseline exit {base_code})"),
+               f"the fault run ended {first_status}; exit codes {' -> '.join(map(str, codes))} "
+               f"(baseline exit {base_code})"),
         Figure(GROUP, "provider faults: resumes needed", resumes, "", None, f"at most {MAX_RESUMES}"),
         Figure(GROUP, "provider faults: integrity_check not ok", 0 if check == "ok" else 1, "", ("==", 0),
                f"PRAGMA integrity_check: {check}"),
     ]
-    if status in ("interrupted", "failed") and resumes >= MAX_RESUMES:
+    if status in ("interrupted", "failed", "degraded") and resumes >= MAX_RESUMES:
         figures.append(Figure(GROUP, "provider faults: run ended", 1, "", ("==", 0),
                               f"still {status} after {MAX_RESUMES} resumes"))
     return figures

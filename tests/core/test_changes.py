@@ -114,7 +114,8 @@ def test_a_project_of_schema_2_gets_its_findings_scored_when_migrated(tmp_path):
         "".join(f"DROP TRIGGER {name}; " for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")) +
         "DROP TABLE change_counters; DROP TABLE audit_notes; DROP TABLE classification_variants; " +
         "DROP TABLE reply_cache; " +
-        "DROP INDEX llm_calls_agent; DROP INDEX llm_calls_status; DROP INDEX votes_agent; DROP INDEX traces_agent; " +
+        "DROP INDEX llm_calls_agent; DROP INDEX llm_calls_status; DROP INDEX votes_agent; DROP INDEX traces_agent; "
+        "DROP INDEX votes_call; DROP INDEX artifacts_call; " +
         "ALTER TABLE findings DROP COLUMN score; ALTER TABLE findings DROP COLUMN k; "
         "ALTER TABLE findings DROP COLUMN status; ALTER TABLE findings DROP COLUMN votes_valid; "
         "ALTER TABLE findings DROP COLUMN votes_invalid; ALTER TABLE findings DROP COLUMN last_vote_at; "

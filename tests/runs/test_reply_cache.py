@@ -107,7 +107,7 @@ def test_a_schema_5_project_opens_and_gains_the_reply_cache(tmp_path):
     conn.executescript("BEGIN; " + "".join(f"DROP TRIGGER {t}; " for t in triggers) +
                        "DROP TABLE reply_cache; DELETE FROM change_counters WHERE tbl = 'reply_cache'; "
                        "DROP INDEX llm_calls_agent; DROP INDEX llm_calls_status; DROP INDEX votes_agent; "
-                       "DROP INDEX traces_agent; "  # step 7's
+                       "DROP INDEX traces_agent; DROP INDEX votes_call; DROP INDEX artifacts_call; "  # steps 7 and 8
                        "PRAGMA user_version = 5; COMMIT;")
     conn.close()
     store = Store.open(path)

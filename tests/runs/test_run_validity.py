@@ -94,3 +94,35 @@ def test_an_artifact_whose_generation_failed_counts_its_votes_as_missing(tmp_pat
     s = last_json(out)
     assert s["votes_expected"] == 30 and s["votes_failed"] >= 5  # a1's artifact: 5 votes never asked
     assert any("never voted on" in r["reason"] for r in s["missing_reasons"])
+
+
+def test_a_degraded_run_resumed_issues_only_its_failed_calls_again_and_completes(tmp_path):
+    """A degraded run's results stand, marked; `rwb resume` issues again the calls that failed
+    (and the votes they made possible), never the ones that succeeded, and re-judges the run."""
+    failing = {"on": True}
+
+    def answer(request):
+        if failing["on"] and "vote" in str(request.body).lower():
+            return Reply(status=500, error_message="overloaded")
+        return None
+
+    project = tmp_path / "p.rwb"
+    with FakeLLMServer(default=Reply(text='{"vote": "YES", "reason": "fine"}')) as server:
+        server.rule = answer
+        data = {**sample("rcp-sim.json"), "providers": {"sim": {
+            "model": "openai/fake-model", "api_base": server.base_url, "api_key_env": "LOOP_KEY", "max_retries": 0}}}
+        first = rwb("run", write(tmp_path, "run.json", data), "--project", str(project))
+        assert first.returncode == 3, first.stderr
+        s = last_json(first)
+        assert s["status"] == "degraded" and s["votes_failed"] == 30
+        run_id = s["run_id"]
+        assert f"rwb resume {run_id} issues its 30 failed call(s) again" in first.stderr
+        sent_before = len(server.chat_requests)
+        failing["on"] = False  # the provider is back
+        again = rwb("resume", run_id, "--project", str(project))
+        resent = server.chat_requests[sent_before:]
+    assert again.returncode == 0, again.stderr
+    r = last_json(again)
+    assert r["status"] == "completed" and r["votes_cast"] == 30 and r["votes_failed"] == 0
+    assert len(resent) == 30 and all("vote" in str(q.body).lower() for q in resent)  # no generation again
+    assert rows(project, "SELECT status FROM runs") == [("completed",)]

@@ -93,3 +93,22 @@ def test_an_unknown_run_says_so_and_no_run_clears_the_view(qtbot, view):
     view.set_run(None)
     assert view.browser.toPlainText() == "Choose a run to see its report."
     assert not any(b.isEnabled() for b in view.buttons.values())
+
+
+def test_a_hidden_report_waits_for_its_tab_to_show_before_it_reads_again(qtbot, view, project):
+    """A live run changes its tables many times a second; a report nobody sees is not rebuilt
+    each time (laying out a long one costs the window 40 to 70 ms), only once it shows again."""
+    from workbench.core.project.changes import Changes
+
+    show(qtbot, view, project[1])
+    reads: list[bool] = []
+    original = view._read
+    view._read = lambda **kw: (reads.append(True), original(**kw))[1]
+    view.hide()
+    view.model.changed.emit(Changes.of("votes", run=project[1]))
+    assert reads == []
+    with qtbot.waitSignal(view.shown, timeout=WAIT_MS):
+        view.show()
+    assert reads == [True]
+    view.model.changed.emit(Changes.of("votes", run=project[1]))  # shown: it reads at once
+    assert reads == [True, True]

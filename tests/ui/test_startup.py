@@ -16,14 +16,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_gui_launch_shows_the_window_without_heavy_imports(tmp_path):
-    # The plots' import is paid on a worker thread once the window is up (ui/plots/__init__.py):
+    # The plots' import is paid on a worker thread once the window is up (ui/preload.py):
     # the probe records that it was asked for, and keeps it from running, so what is loaded is
     # what the start-up itself imported.
     probe = (
         "import sys, json\n"
         "import workbench.ui.main_window as mw\n"
         "asked = []\n"
-        "mw.import_in_background = lambda: asked.append(sorted({m.split('.')[0] for m in sys.modules}"
+        "mw.import_in_background = lambda *_then: asked.append(sorted({m.split('.')[0] for m in sys.modules}"
         " & {'litellm', 'pyqtgraph', 'mcp'}))\n"
         "from workbench.cli import main\n"
         "rc = main(['gui', '--exit-when-shown'])\n"

@@ -70,7 +70,10 @@ def exit_code(summary: dict) -> tuple[int, str]:
         return 3, (f"replay {summary.get('run_id')}: {summary['missing_replies']} call(s) had no stored reply "
                    "to answer from; they are recorded as missing, and no model was called")
     if status in ("degraded", "stopped_at_cap"):
-        return 3, f"run {summary.get('run_id')} ended {status}: {summary.get('error') or ''}".rstrip(": ")
+        line = f"run {summary.get('run_id')} ended {status}: {summary.get('error') or ''}".rstrip(": ")
+        if status == "degraded" and summary.get("failed_calls"):
+            line += f"; rwb resume {summary.get('run_id')} issues its {summary['failed_calls']} failed call(s) again"
+        return 3, line
     if status == "interrupted" and summary.get("waiting_for_human"):
         return 1, (f"run {summary.get('run_id')} waits for a person's decision (the CONS conductor): give it in "
                    f"a decisions file, rwb resume {summary.get('run_id')} --decisions FILE, or in the workbench")
@@ -206,7 +209,7 @@ def _finish_batch(store, batch_id: str, ids: list[str], args: argparse.Namespace
     codes: list[int] = []
     for run_id in ids:
         run = run_rows.get_run(store, run_id)
-        if run.status in run_rows.FINISHED:
+        if run.status == "completed":  # a degraded run is resumed too: its failed calls again
             codes.append(exit_code(run.summary)[0])
             continue
         print(run_id, flush=True)

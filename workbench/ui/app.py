@@ -15,7 +15,7 @@ from workbench.ui import theme
 from workbench.ui.main_window import MainWindow
 from workbench.ui.settings import AppSettings
 
-GIL_SWITCH_S = 0.001
+GIL_SWITCH_S = 0.0002
 
 
 def create_application() -> QApplication:
@@ -27,8 +27,10 @@ def create_application() -> QApplication:
     # INI files are plain text a user can read (AppSettings names its own file in the data folder).
     QSettings.setDefaultFormat(QSettings.Format.IniFormat)
     # Panels read on worker threads. Every call from Qt into Python (a cell painted, a slot)
-    # must take the GIL; with Python's default 5 ms switch interval a busy worker makes the
-    # window wait up to 5 ms each time. 1 ms keeps the window responsive (bench/gui_refresh.py).
+    # must take the GIL, and waits up to the switch interval for a busy worker to hand it over;
+    # one paint of the window makes hundreds of such calls. With two busy Python threads beside
+    # it, a paint of the whole window took 140 ms at 1 ms and 44 ms at 0.2 ms (5 ms, Python's
+    # default, is worse still); the workers lose a few percent to the extra switches.
     sys.setswitchinterval(GIL_SWITCH_S)
     # Fusion, the bundled fonts (every glyph the UI draws) and the icon, before any widget exists;
     # the window then applies the remembered theme and zoom.

@@ -30,7 +30,7 @@ from workbench.services.runs.service import RunService
 from workbench.ui import prompts, theme
 from workbench.ui.panels import ALL_PANELS
 from workbench.ui.panels.base import Panel
-from workbench.ui.plots import import_in_background
+from workbench.ui.preload import import_in_background
 from workbench.ui.panels.live_run_panel import progress_text
 from workbench.ui.settings import AppSettings
 from workbench.ui.widgets.notices import NoticeArea
@@ -62,6 +62,7 @@ class _Progress(QObject):
 class MainWindow(QMainWindow):
     zoom_changed = Signal(float)  # the new factor: plots scale their fonts and markers by it
     theme_changed = Signal(str)  # "light" or "dark"
+    preloaded = Signal()  # emitted from the import thread (ui/preload.py): queued to this one
 
     def __init__(self, model: ProjectModel, settings: AppSettings, parent: QWidget | None = None):
         super().__init__(parent)
@@ -113,6 +114,7 @@ class MainWindow(QMainWindow):
             self.docks[panel_class.OBJECT_NAME] = dock
 
         self.panels["liveRunPanel"].attach(self.runs, self.manual_agents)  # type: ignore[attr-defined]
+        self.preloaded.connect(self._on_preloaded)
         self.panels["findingsPanel"].attach_runs(self.runs)  # type: ignore[attr-defined]  (re-research)
         self.panels["anchorsPanel"].attach(self.runs)  # type: ignore[attr-defined]  (the teaching scenario)
 
@@ -269,13 +271,31 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().showEvent(event)
-        QTimer.singleShot(0, import_in_background)  # after the first paint
+        QTimer.singleShot(0, self, self._preload)  # after the first paint
         if not self._layout_restored:
             # No saved layout: size the docks now, and again while the window system settles the
             # window's size in the first seconds (extra height would otherwise all go to the bottom).
             self._layout_restored = True
             self._auto_size_until = time.monotonic() + 2.0
             QTimer.singleShot(0, self._size_docks)
+
+    def _preload(self) -> None:
+        import_in_background(self.preloaded.emit)
+
+    def _on_preloaded(self) -> None:
+        """Panels make their charts now, while the window is idle, not when a run's first results
+        arrive (a chart costs 25 to 45 ms to make: a stall in the middle of a live run)."""
+        for panel in self.panels.values():
+            warm_up = getattr(panel, "warm_up", None)
+            if warm_up is not None:
+                QTimer.singleShot(0, panel, warm_up)
+
+    def warmed_up(self) -> bool:
+        """The background imports are in and every panel has made its charts (benchmarks start
+        a live run once this holds, as a person would a moment after the window opens)."""
+        from workbench.ui import preload
+
+        return preload.imported.is_set() and all(getattr(p, "is_warm", lambda: True)() for p in self.panels.values())
 
     def event(self, event) -> bool:
         handled = super().event(event)

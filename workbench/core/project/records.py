@@ -104,9 +104,13 @@ BRANCHES: tuple[_Branch, ...] = (
                   phase=("coalesce(rd.kind, c.purpose)", ("rd",)), provider="c.provider", flags="NULL",
                   validity=_VALIDITY_CALL, simulated="c.simulated", time="c.started_at",
                   text="coalesce(substr(c.reply_text, 1, 240), c.error, '')",
+                  # The artifact the call wrote or voted on, when there is exactly one (a ballot
+                  # names several): two index lookups per call (schema step 8), not a pass over
+                  # the run's votes for each of its artifacts (155 ms for 200 calls of a 1,024-call run).
+                  # "+a.run_id": the artifacts are then looked up by id, not the run's all scanned.
                   akey="(SELECT CASE WHEN count(DISTINCT a.key) = 1 THEN max(a.key) END FROM artifacts a "
-                       "WHERE a.run_id = c.run_id AND (a.call_id = c.id OR a.id IN "
-                       "(SELECT v.artifact_id FROM votes v WHERE v.run_id = c.run_id AND v.call_id = c.id)))",
+                       "WHERE +a.run_id = c.run_id AND a.id IN (SELECT a1.id FROM artifacts a1 WHERE a1.call_id = c.id "
+                       "UNION ALL SELECT v.artifact_id FROM votes v WHERE v.call_id = c.id))",
                   audit=_audit_col("call", "c.id")),
             "c.id"),
     _Branch("trace", 1, "traces t", "t.id", "t",

@@ -509,8 +509,17 @@ CREATE INDEX votes_agent ON votes(voter_agent, created_at);
 CREATE INDEX traces_agent ON traces(coalesce(agent_id, role), created_at);
 """
 
+# Step 8: the calls' artifacts by call (issue 17). The Trace Inspector names the artifact each
+# call wrote or voted on; without these it walked the run's votes for each of the run's artifacts,
+# for each call shown: 155 ms for a window of 200 calls of a 1,024-call run, re-read during a live
+# run. With them, two lookups per call.
+_V8 = """
+CREATE INDEX votes_call ON votes(call_id);
+CREATE INDEX artifacts_call ON artifacts(call_id);
+"""
+
 # MIGRATIONS[n] takes a file from schema version n - 1 to n.
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7}
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

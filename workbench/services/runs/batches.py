@@ -62,7 +62,7 @@ def run_batch(store: Store, run_ids: list[str], execute: Callable[[str], dict],
     summaries = []
     for run_id in run_ids:
         run = run_rows.get_run(store, run_id)
-        if run.status in run_rows.FINISHED:
+        if run.status == "completed":  # a degraded run is resumed with the rest: its failed calls again
             summaries.append(run.summary)
             continue
         on_run(run_id)

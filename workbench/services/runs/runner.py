@@ -154,7 +154,9 @@ class Runner:
         run = runs.get_run(store, run_id)
         if run is None:
             raise WorkbenchError(f"There is no run {run_id!r} in this project.")
-        if run.status in runs.FINISHED:  # degraded is finished too: its results stand, marked
+        # A completed run is over. A degraded one stands, marked, until someone resumes it: then
+        # its failed calls are issued again (docs/runs.md, "Resuming a degraded run").
+        if run.status == "completed":
             return run.summary
         if run.status == "running" and owner_alive(run.owner) and run.owner != owner():
             raise WorkbenchError(f"Run {run_id} is running in another process ({run.owner}).")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QEvent, QItemSelectionModel, Qt
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMenu, QProgressBar, QPushButton, QSizePolicy,
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMenu, QPushButton, QSizePolicy,
                                QSplitter, QTabWidget, QToolButton, QVBoxLayout, QWidget)
 
 from workbench.core.protocols.shared.steps import AgentCall
@@ -33,6 +33,7 @@ from workbench.ui.widgets.run_config_editor import RunConfigEditor
 from workbench.ui.widgets.run_status import (RUN_STATUS, SIM_BADGE, SIM_NOTE, WAITING, ElidedRichLabel, RunBadge,
                                              ballots_html, decorate_run, live_row, progress_text, run_row)
 from workbench.ui.widgets.run_timeline import AMBER, GREY, RED, RunTimeline, call_row, tone
+from workbench.ui.widgets.status import QuietProgressBar
 
 __all__ = ["LiveRunPanel", "GREY", "SIM_NOTE", "progress_text"]
 
@@ -143,7 +144,7 @@ class LiveRunPanel(Panel):
         self.start_button = self._button("▶ Start", "Start the configuration being edited (a run, or a batch)",
                                          self._on_start_clicked)
         self.resume_button = self._button("⟳ Resume", "Finish the selected run (or its batch): only the missing "
-                                          "calls are issued", self._on_resume_clicked)
+                                          "and the failed calls are issued", self._on_resume_clicked)
         self.cancel_button = self._button("■ Cancel", "Stop the run; it stays resumable", self._on_cancel_clicked)
         controls.addWidget(self.start_button)
         # What Start would spend: calls, tokens and cost, worked out off the GUI thread from the
@@ -154,7 +155,7 @@ class LiveRunPanel(Panel):
         controls.addWidget(self.estimate_label)
         for b in (self.resume_button, self.cancel_button):
             controls.addWidget(b)
-        self.progress_bar = QProgressBar(self)
+        self.progress_bar = QuietProgressBar(self)
         self.progress_bar.setObjectName("liveRunProgress")
         self.progress_bar.setTextVisible(False)  # the words go beside it, never clipped inside it
         self.progress_bar.setFixedWidth(120)
@@ -621,7 +622,7 @@ class LiveRunPanel(Panel):
         self.start_button.setEnabled(writable and not running and self.editor.valid)
         self.start_button.setToolTip("Start the configuration being edited" if self.editor.valid else
                                      "The configuration is not valid yet: see the Configure tab")
-        resumable = run is not None and run["status"] in ("interrupted", "failed", "stopped_at_cap")
+        resumable = run is not None and run["status"] in ("interrupted", "failed", "stopped_at_cap", "degraded")
         self.resume_button.setEnabled(writable and not running and resumable)
         self.resume_button.setText("⟳ Resume batch" if run is not None and run.get("batch_id") else "⟳ Resume")
         self.cancel_button.setEnabled(running)
@@ -694,6 +695,8 @@ class LiveRunPanel(Panel):
             text += " — select it and Resume to finish"
         elif status == "stopped_at_cap":
             text += " — select it and Resume once its budget is raised"
+        elif status == "degraded" and summary.get("failed_calls"):
+            text += " — select it and Resume to issue its failed calls again"
         reason = summary.get("error") if status != "completed" else None
         colour = tone(RUN_STATUS.get(status, ("", ""))[1])
         body = escape_html(text) + (f" — {escape_html(reason)}" if reason else "")

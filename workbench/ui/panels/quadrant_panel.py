@@ -300,11 +300,14 @@ class QuadrantPanel(Panel):
         need = (changes is None or want != self._loaded_run
                 or (changes.touches("artifacts", "votes", "runs") and (not changes.runs or want in changes.runs)))
         data: Any = KEEP
+        baseline = None
         if want is not None and need and not cancel.is_set():
             data = quadrant.load_run(store, want)
+            if data.n:  # classified here, not on the GUI thread as each live result lands
+                baseline = quadrant.classify(data)
         elif want is None:
             data = None
-        return {"runs": runs, "run": want, "data": data,
+        return {"runs": runs, "run": want, "data": data, "baseline": baseline,
                 "variants": quadrant.variants(store, want) if want else []}
 
     # ----- applying (GUI thread) -------------------------------------------------------------
@@ -320,13 +323,15 @@ class QuadrantPanel(Panel):
         self.run_combo.blockSignals(False)
         self.splitter.setVisible(True)
         if view["data"] is not KEEP:
-            self._set_data(view["data"])
+            self._set_data(view["data"], view.get("baseline"))
         self.variants_table.set_rows([
             {"label": v.label, "round": v.round, "artifacts": v.artifacts, "created_at": v.created_at[:19],
              "settings": _settings_text(v.settings)} for v in view["variants"]])
         self.tabs.setTabText(2, f"Saved ({len(view['variants'])})")
 
-    def _set_data(self, data: quadrant.VoteData | None) -> None:
+    def _set_data(self, data: quadrant.VoteData | None, baseline=None) -> None:
+        """Show ``data``; ``baseline`` is its classification under the run's own settings when
+        the reader made it (otherwise it is made here)."""
         new_run = data is None or self.data is None or data.run_id != self.data.run_id or data.clusters != self.data.clusters
         self.data = data
         self._loaded_run = data.run_id if data is not None else None
@@ -340,7 +345,7 @@ class QuadrantPanel(Panel):
                 table.set_rows([])
             self.info.setText("")
             return
-        self.baseline = quadrant.classify(data)
+        self.baseline = baseline if baseline is not None else quadrant.classify(data)
         if new_run:
             self._touched = False
             self.whatif.set_clusters(data.clusters, data.settings.reference)
@@ -393,7 +398,8 @@ class QuadrantPanel(Panel):
             return
         self._throttle.stop()
         self.settings = self.whatif.settings(self.data.settings.reference) if self._touched else self.data.settings
-        self.result = quadrant.classify(self.data, self.settings)
+        # Untouched, the what-if is the run's own settings: the baseline already is that result.
+        self.result = quadrant.classify(self.data, self.settings) if self._touched else self.baseline
         self._draw()
 
     def set_whatif(self, *, thetas: tuple[float, ...] | None = None, tau: float | None = None,
@@ -459,7 +465,7 @@ class QuadrantPanel(Panel):
         super().changeEvent(event)
         if event.type() in RESTYLE_EVENTS and not self._restyle_due and (self.quadrant_plot or self.ratio_plot):
             self._restyle_due = True
-            QTimer.singleShot(0, self._restyle)
+            QTimer.singleShot(0, self, self._restyle)  # self: never after the panel is gone
 
     def _restyle(self) -> None:
         """A new theme or zoom: the charts are made again in its colours and sizes (rare)."""
@@ -471,6 +477,7 @@ class QuadrantPanel(Panel):
         self.quadrant_plot = self.ratio_plot = None
         self.legend.setText("")
         self._draw()
+        QTimer.singleShot(0, self, self.warm_up)  # the other chart, made again ahead of its data
 
     def _plot(self):
         if self.data is None or self.data.n == 0:
@@ -487,6 +494,22 @@ class QuadrantPanel(Panel):
 
             self.ratio_plot = self._adopt_plot(RatioPlot(self.stack))
         return self._plot()
+
+    def warm_up(self) -> None:
+        """Make the charts ahead of their first data, one per turn of the event loop, while the
+        window is idle (the window calls this once the plot modules are imported)."""
+        if self.ratio_plot is None:
+            from workbench.ui.plots.ratio_plot import RatioPlot
+
+            self.ratio_plot = self._adopt_plot(RatioPlot(self.stack))
+            QTimer.singleShot(0, self, self.warm_up)
+        elif self.quadrant_plot is None:
+            from workbench.ui.plots.quadrant_plot import QuadrantPlot
+
+            self.quadrant_plot = self._adopt_plot(QuadrantPlot(self.stack))
+
+    def is_warm(self) -> bool:
+        return self.ratio_plot is not None and self.quadrant_plot is not None
 
     def _adopt_plot(self, plot):
         plot.describe = self._describe

@@ -51,9 +51,25 @@ def closing(fence: str) -> str:
     return f"<<<END-{fence}>>>"
 
 
+# Patterns compiled once for escape() and fence_spans() with a name new_delimiter() made. One
+# built around each call's fresh name was compiled anew for every call (and pushed the re module's
+# cache out): about a millisecond a call, holding the GIL.
+_LINE_OR_PREFIX_CI = re.compile(_LINE.pattern + "|FENCE-", re.IGNORECASE)
+_PREFIX_CI = re.compile("FENCE-", re.IGNORECASE)
+_TOKEN = re.compile(rf"<<<(END-)?({NAME})>>>")
+_STANDARD = re.compile(r"FENCE-[0-9A-F]{32}")
+
+
 def escape(text: str, fence: str) -> tuple[str, int]:
     """``text`` with every fence-shaped line (``<<<...>>>``) and every occurrence of ``fence``
     visibly altered, and how many alterations were made."""
+    if fence and _STANDARD.fullmatch(fence):
+        return _escape_standard(text, fence)
+    return _escape_any(text, fence)
+
+
+def _escape_any(text: str, fence: str) -> tuple[str, int]:
+    """:func:`escape` for any name (an old project's, a test's): patterns built around it."""
     own = re.compile(re.escape(fence), re.IGNORECASE) if fence else None
     head, _, tail = (fence or "").partition("-")
     altered = f"{head}_{tail}" if tail else f"{fence}_"
@@ -67,6 +83,48 @@ def escape(text: str, fence: str) -> tuple[str, int]:
 
     pattern = _LINE.pattern + (f"|{own.pattern}" if own else "")
     return re.subn(pattern, alter, text, flags=re.IGNORECASE)
+
+
+def _escape_standard(text: str, fence: str) -> tuple[str, int]:
+    """:func:`escape` for a name in today's format, with patterns compiled once: each "FENCE-"
+    found (in any case) is the name only when the characters from it spell ``fence``."""
+    head, _, tail = fence.partition("-")
+    altered, wanted = f"{head}_{tail}", fence.upper()
+    parts: list[str] = []
+    count = pos = 0
+    while (m := _LINE_OR_PREFIX_CI.search(text, pos)) is not None:
+        if m.group(0).startswith("<<<"):  # a fence line: shown altered, the name inside it too
+            parts += [text[pos:m.start()], ESCAPED_OPEN, _own_name(m.group(0)[3:-3], wanted, altered),
+                      ESCAPED_CLOSE]
+            count, pos = count + 1, m.end()
+        elif _is(text, m.start(), wanted):
+            parts += [text[pos:m.start()], altered]
+            count, pos = count + 1, m.start() + len(wanted)
+        else:  # another name, or not a name: go on from the next character, as a regex scan does
+            parts.append(text[pos:m.start() + 1])
+            pos = m.start() + 1
+    parts.append(text[pos:])
+    return "".join(parts), count
+
+
+def _is(text: str, at: int, wanted: str) -> bool:
+    """Whether ``wanted`` (ASCII, upper case) starts at ``at`` in ``text``, in any case."""
+    found = text[at:at + len(wanted)]
+    return found.isascii() and found.upper() == wanted
+
+
+def _own_name(inner: str, wanted: str, altered: str) -> str:
+    parts: list[str] = []
+    pos = 0
+    while (m := _PREFIX_CI.search(inner, pos)) is not None:
+        if _is(inner, m.start(), wanted):
+            parts += [inner[pos:m.start()], altered]
+            pos = m.start() + len(wanted)
+        else:
+            parts.append(inner[pos:m.start() + 1])
+            pos = m.start() + 1
+    parts.append(inner[pos:])
+    return "".join(parts)
 
 
 def fenced(text: str, fence: str) -> str:
@@ -96,9 +154,8 @@ def fence_spans(text: str, fences: Iterable[str] = ()) -> list[tuple[int, int]]:
     for the names in ``fences`` and for any name in the fence format. An opening token without
     its closing runs to the end of the text; a closing token without its opening covers
     everything since the previous span (the quote began before the reply's first token)."""
-    names = [re.escape(f) for f in fences if f]
-    any_name = "|".join([*names, NAME])
-    token = re.compile(rf"<<<(END-)?({any_name})>>>")
+    names = [re.escape(f) for f in fences if f and not _STANDARD.fullmatch(f)]  # NAME has the others
+    token = re.compile(rf"<<<(END-)?({'|'.join([*names, NAME])})>>>") if names else _TOKEN
     spans: list[tuple[int, int]] = []
     open_at: tuple[int, str] | None = None
     last_end = 0
