@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import copy
+import gc
 import json
 import logging
 import os
@@ -42,7 +43,8 @@ from workbench.core.runs.providers import SAMPLING_KEYS, ProviderConfig, capped
 from workbench.services.llm.cache import CacheBackend, MemoryCacheBackend, ResponseCache, cache_key
 from workbench.services.llm.limits import (Backoff, Clock, ConcurrencyGate, RateLimiter, Sleep, event_sleep,
                                            parse_retry_after, utc_stamp)
-from workbench.services.llm.result import RETRYABLE, UNKNOWN_COST, CallResult
+from workbench.services.llm.prices import reply_cost
+from workbench.services.llm.result import RETRYABLE, CallResult
 from workbench.services.llm.secrets import (SECRET_FILTER, MissingKey, ResolvedKey, ambient_secrets, install_filter,
                                             resolve_key, scrub, scrub_value)
 from workbench.services.llm.structured import response_format, supports_schema
@@ -116,6 +118,11 @@ def _load() -> Any:
             _wire = WireTap(verify)
             litellm.client_session = _wire.client  # litellm's OpenAI-compatible path sends through it
             install_filter(*_LOGGERS)
+            # litellm's import leaves about 370,000 objects the collector tracks, all of them
+            # module-level and never freed; each full collection then walked them all, 180 ms
+            # with the interpreter lock held, in the middle of a run (or of the window's paint).
+            # Frozen, they are out of its sight (as the window's own start-up is: ui/app.py).
+            gc.freeze()
             _litellm = litellm
     return _litellm
 
@@ -601,7 +608,7 @@ class _Call:
         tokens = {k: getattr(usage, k, None) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
         if raw is not None and not _reports_usage(raw):
             tokens = dict.fromkeys(tokens)  # the server reported none: unknown, not zero
-        cost, source = _cost(litellm, response, self.model)
+        cost, source = reply_cost(litellm, response, self.model)
         return {**base, "status": "ok", "fields": {
             "text": text if text is not None else "", "response_raw": raw, "http_status": base["http_status"],
             "latency_ms": latency, "cost_usd": cost, "cost_source": source,
@@ -623,21 +630,3 @@ def _reports_usage(raw: str) -> bool:
     except ValueError:
         return True  # not JSON we can read: trust litellm's figures
     return not isinstance(body, dict) or body.get("usage") is not None
-
-
-def _cost(litellm: Any, response: Any, configured_model: str) -> tuple[float | None, str]:
-    """litellm's price for the reply, or (None, "unknown"); an unmapped model is never $0."""
-    provider = (getattr(response, "_hidden_params", None) or {}).get("custom_llm_provider")
-    served = getattr(response, "model", None)
-    candidates = []
-    if served:
-        candidates.append(f"{provider}/{served}" if provider and not served.startswith(f"{provider}/") else served)
-    candidates.append(configured_model)
-    for model in dict.fromkeys(candidates):
-        try:
-            cost = litellm.completion_cost(completion_response=response, model=model)
-        except Exception:
-            continue
-        if cost is not None:
-            return float(cost), f"litellm:{model}"
-    return None, UNKNOWN_COST
