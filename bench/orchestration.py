@@ -19,7 +19,7 @@ rounded up, as real providers send it):
 - ``runner mc=N``: the workbench runner (``services/runs/runner.py``, the gateway, litellm, every
   call recorded in the project file as it completes) with the provider's ``max_concurrency`` N
   (4, 8, 32); its thread pool follows ``max_concurrency``. Without a limit each runner row is
-  the median of 3 runs (a run of about a second moves by 5 % from one to the next).
+  the median of 5 runs (a run of about a second moves by 5 to 10 % from one to the next).
 
 For each: the wall time, its ratio to the critical-path bound (SPEC §6: the sum over phases of
 ceil(calls in the phase / concurrency) × latency; under a rate limit R, the larger of that and
@@ -99,7 +99,7 @@ def rcp_config(base_url: str | None, *, dispatch: str = "concurrent", concurrenc
 
 
 PHASES = (9, 72)  # calls per phase of the per-artifact run
-RUNNER_REPEATS = 3
+RUNNER_REPEATS = 5
 
 
 def bound_s(latency: float, concurrency: float, rate: float | None = None) -> float:
@@ -274,7 +274,7 @@ def dispatch_section(latency: float, rate: float, concurrencies: tuple[int, ...]
                 for label, kwargs, conc in modes:
                     refused_before = srv.stats(reset=True)["refused"]
                     # The runner's rows without a limit are the median of RUNNER_REPEATS runs (one
-                    # run of about a second moves by 5 % from one to the next); under the limit
+                    # run of about a second moves by 5 to 10 % from one to the next); under the limit
                     # each takes 10 s and is run once, as sequential and fire-all are.
                     repeats = RUNNER_REPEATS if kwargs is not None and rps is None and label != "sequential" else 1
                     results = [run_fire_all(srv.base_url) if kwargs is None else run_runner(srv.base_url, tmp, **kwargs)

@@ -90,7 +90,11 @@ def test_an_unmapped_model_is_looked_up_in_the_price_map_once_per_process(server
     gw = gateway(server)
     results = [gw.call("p", HI, sample_index=i) for i in range(3)]
     assert all(r.cost_usd is None and r.cost_source == "unknown" for r in results)  # unknown, never $0
-    assert sorted(asked) == ["openai/fake-model"]  # served and configured are the same name: asked once
+    assert asked.count("openai/fake-model") <= 1 and "openai/fake-model" in prices._UNMAPPED
+    # litellm's own pricing, for its logging, answers None at once for the name (the original
+    # would raise for it, as for the missing reply here)
+    assert litellm.response_cost_calculator(response_object=None, model="openai/fake-model",
+                                            custom_llm_provider="openai", call_type="completion") is None
     with FakeLLMServer(Reply(text="hi", usage={"prompt_tokens": 1000, "completion_tokens": 500})) as srv:
         mapped = gateway(srv, model="openai/gpt-4o-mini")
         priced = [mapped.call("p", HI, sample_index=i) for i in range(2)]

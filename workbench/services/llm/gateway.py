@@ -43,7 +43,7 @@ from workbench.core.runs.providers import SAMPLING_KEYS, ProviderConfig, capped
 from workbench.services.llm.cache import CacheBackend, MemoryCacheBackend, ResponseCache, cache_key
 from workbench.services.llm.limits import (Backoff, Clock, ConcurrencyGate, RateLimiter, Sleep, event_sleep,
                                            parse_retry_after, utc_stamp)
-from workbench.services.llm.prices import reply_cost
+from workbench.services.llm.prices import remember_unmapped, reply_cost
 from workbench.services.llm.result import RETRYABLE, CallResult
 from workbench.services.llm.secrets import (SECRET_FILTER, MissingKey, ResolvedKey, ambient_secrets, install_filter,
                                             resolve_key, scrub, scrub_value)
@@ -118,6 +118,7 @@ def _load() -> Any:
             _wire = WireTap(verify)
             litellm.client_session = _wire.client  # litellm's OpenAI-compatible path sends through it
             install_filter(*_LOGGERS)
+            remember_unmapped(litellm)
             # litellm's import leaves about 370,000 objects the collector tracks, all of them
             # module-level and never freed; each full collection then walked them all, 180 ms
             # with the interpreter lock held, in the middle of a run (or of the window's paint).

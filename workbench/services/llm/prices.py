@@ -51,6 +51,33 @@ _UNMAPPED: set[str] = set()
 _UNMAPPED_LOCK = threading.Lock()
 
 
+def _unmapped(exc: Exception) -> bool:
+    return "isn't mapped" in str(exc)  # litellm's wording for a name absent from its map
+
+
+def remember_unmapped(litellm: Any) -> None:
+    """litellm prices every reply itself too, for its logging (``litellm.response_cost_calculator``,
+    its one caller being that logging). For a model its map lacks that raises, and the logging
+    formats the traceback: about 1 ms a call of a local model, interpreter lock held. The names it
+    could not price are remembered, and for them it is answered None at once: what its logging
+    makes of the exception. Our own price of the reply is :func:`reply_cost`'s."""
+    original = litellm.response_cost_calculator
+
+    def response_cost_calculator(**kwargs: Any) -> Any:
+        model = kwargs.get("model")
+        if model in _UNMAPPED and not kwargs.get("custom_pricing") and not kwargs.get("base_model"):
+            return None
+        try:
+            return original(**kwargs)
+        except Exception as exc:
+            if isinstance(model, str) and _unmapped(exc):
+                with _UNMAPPED_LOCK:
+                    _UNMAPPED.add(model)
+            raise
+
+    litellm.response_cost_calculator = response_cost_calculator
+
+
 def reply_cost(litellm: Any, response: Any, configured_model: str) -> tuple[float | None, str]:
     """litellm's price for a reply, or (None, "unknown"); an unmapped model is never $0. The
     model the server says it served is tried first (a dated version has its own price), then the
@@ -67,7 +94,7 @@ def reply_cost(litellm: Any, response: Any, configured_model: str) -> tuple[floa
         try:
             cost = litellm.completion_cost(completion_response=response, model=model)
         except Exception as exc:  # noqa: BLE001 - litellm raises for a model it cannot price
-            if "isn't mapped" in str(exc):  # its wording for a name absent from the map
+            if _unmapped(exc):
                 with _UNMAPPED_LOCK:
                     _UNMAPPED.add(model)
             continue
