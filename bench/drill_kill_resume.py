@@ -5,10 +5,12 @@
 Writers, each a real ``rwb`` process (litellm's cost map kept local):
 
 - **run**: ``rwb run`` of a simulated RCP run (sample_runs/rcp-sim.json widened to 18 agents:
-  324 calls; ``--quick``: 12 agents, 144 calls), ``dispatch: concurrent``, seed ``--seed``;
-  finished with ``rwb resume RUN_ID``;
+  324 calls; ``--quick``: 12 agents, 144 calls), ``dispatch: sequential`` (each call committed on
+  its own, so a kill can land anywhere in the run), seed ``--seed``; finished with
+  ``rwb resume RUN_ID``;
 - **batch**: ``rwb run`` of a batch of that run (10 agents, 2 questions x 2 replicates: 4 runs,
-  400 calls; ``--quick``: 8 agents, 1 question x 2 replicates, 128 calls); finished with ``rwb resume BATCH_ID``;
+  400 calls; ``--quick``: 8 agents, 1 question x 2 replicates, 128 calls), ``dispatch:
+  concurrent`` (calls that end together committed in one group); finished with ``rwb resume BATCH_ID``;
 - **ARM import**: ``rwb arm import`` of every trace of ../shared/corpus/arm-protocol
   (traces/ and traces-v1.1/) into a new project; finished by running the same import again. When
   the corpus is absent this writer is skipped (a row says so) and its kills go to the other two.
@@ -609,7 +611,11 @@ def main() -> int:
     results: dict[str, Tally] = {}
     with tempfile.TemporaryDirectory(prefix="rwb-drill-kill-") as tmp_name:
         tmp = Path(tmp_name)
-        writers = [RunWriter(tmp, panel(run_agents, args.seed)),
+        # The run goes one call at a time, so its calls reach the disk one by one and a kill can
+        # land anywhere in it; run concurrently, the simulated panel's calls all end together and
+        # were committed in a few groups, and 5 of 8 kills landed after the last one. The batch
+        # keeps the concurrent dispatch (and its group commits).
+        writers = [RunWriter(tmp, {**panel(run_agents, args.seed), "dispatch": "sequential"}),
                    BatchWriter(tmp, batch_of(batch_agents, args.seed, batch_questions, replicates))]
         if files:
             writers.append(ImportWriter(tmp, files))
