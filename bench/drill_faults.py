@@ -205,8 +205,8 @@ def upstream(key: str) -> str | None:
 def audit(plan: set[str], calls: list[tuple]) -> dict:
     """Each plan key's final row: ok/invalid, or a recorded failure with its reason; a vote call
     never issued because its artifact's generation is a recorded failure counts as not issued (the
-    failure that explains it is recorded; note that RCP's validity counts votes on artifacts that
-    exist, so these votes do not count toward ``max_missing_share``); anything else is lost."""
+    failure that explains it is recorded, and RCP's validity counts the vote as missing); anything
+    else is lost."""
     final: dict[str, tuple] = {}
     answered: Counter[str] = Counter()
     for row in calls:

@@ -80,9 +80,9 @@ def test_an_unmapped_model_is_looked_up_in_the_price_map_once_per_process(server
     every call (0.6 ms of name matching each, interpreter lock held); a mapped one still is."""
     import litellm
 
-    from workbench.services.llm import prices
+    from workbench.services.llm import reply_cost
 
-    monkeypatch.setattr(prices, "_UNMAPPED", set())
+    monkeypatch.setattr(reply_cost, "_UNMAPPED", set())
     asked: list[str] = []
     real = litellm.completion_cost
     monkeypatch.setattr(litellm, "completion_cost", lambda **kw: (asked.append(kw["model"]), real(**kw))[1])
@@ -90,7 +90,7 @@ def test_an_unmapped_model_is_looked_up_in_the_price_map_once_per_process(server
     gw = gateway(server)
     results = [gw.call("p", HI, sample_index=i) for i in range(3)]
     assert all(r.cost_usd is None and r.cost_source == "unknown" for r in results)  # unknown, never $0
-    assert asked.count("openai/fake-model") <= 1 and "openai/fake-model" in prices._UNMAPPED
+    assert asked.count("openai/fake-model") <= 1 and "openai/fake-model" in reply_cost._UNMAPPED
     # litellm's own pricing, for its logging, answers None at once for the name (the original
     # would raise for it, as for the missing reply here)
     assert litellm.response_cost_calculator(response_object=None, model="openai/fake-model",

@@ -43,7 +43,7 @@ from workbench.core.runs.providers import SAMPLING_KEYS, ProviderConfig, capped
 from workbench.services.llm.cache import CacheBackend, MemoryCacheBackend, ResponseCache, cache_key
 from workbench.services.llm.limits import (Backoff, Clock, ConcurrencyGate, RateLimiter, Sleep, event_sleep,
                                            parse_retry_after, utc_stamp)
-from workbench.services.llm.prices import remember_unmapped, reply_cost
+from workbench.services.llm.reply_cost import remember_unmapped, reply_cost
 from workbench.services.llm.result import RETRYABLE, CallResult
 from workbench.services.llm.secrets import (SECRET_FILTER, MissingKey, ResolvedKey, ambient_secrets, install_filter,
                                             resolve_key, scrub, scrub_value)
