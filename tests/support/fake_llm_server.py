@@ -231,6 +231,10 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = False  # so server_close() joins every handler thread
     block_on_close = True
     allow_reuse_address = True
+    # socketserver's default backlog is 5: 60 clients connecting at once overflowed it, and the
+    # kernel's SYN retry a second later was charged to the client (fire-all at 3.7x its bound,
+    # one call failed). A provider's backlog is far larger.
+    request_queue_size = 512
     owner: FakeLLMServer
 
 
