@@ -126,11 +126,26 @@ class RecordTable(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.filter)
         layout.addWidget(self.view)
+        self._fit_due = False  # rows came while hidden: the columns are fitted when it shows
 
     def set_rows(self, rows: list[dict]) -> None:
         measured = min(self.model.rowCount(), RESIZE_ROWS)
         if self.model.set_rows(rows) or measured < min(len(rows), RESIZE_ROWS):  # new rows among the measured
+            self._fit_columns()
+
+    def _fit_columns(self) -> None:
+        # A table nobody sees (a tab behind another) is measured when it shows, not at each
+        # refresh of a live run: measuring calls into Python for every cell of the first rows.
+        if self.isVisible():
+            self._fit_due = False
             self.view.resizeColumnsToContents()
+        else:
+            self._fit_due = True
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().showEvent(event)
+        if self._fit_due:
+            self._fit_columns()
 
     def visible_rows(self) -> int:
         return self.proxy.rowCount()
