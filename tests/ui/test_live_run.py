@@ -244,3 +244,42 @@ def test_the_runs_and_calls_tables_sort_filter_and_copy(qtbot, window, tmp_path,
     calls.filter.setText("")
     calls.view.sortByColumn(2, Qt.SortOrder.DescendingOrder)  # by agent
     assert cell(calls, 0, "Agent") == "c3"
+
+
+def test_a_degraded_run_whose_calls_failed_is_resumed_from_the_panel(qtbot, window, tmp_path, open_project,
+                                                                      monkeypatch):
+    """A provider failed every vote call: the run ends degraded, the notice says Resume retries
+    the failed calls, and Resume (the provider back) issues them and the run completes."""
+    import json
+    from pathlib import Path
+
+    from tests.support.fake_llm_server import FakeLLMServer, Reply
+    from workbench.core.runs.config import parse_run_config
+    from workbench.services.runs.runner import Runner
+
+    failing = {"on": True}
+    data = json.loads((Path(__file__).resolve().parents[2] / "sample_runs" / "rcp-sim.json").read_text())
+    monkeypatch.setenv("LOOP_KEY", "sk-loop-test-key-0000")
+    with FakeLLMServer(default=Reply(text='{"vote": "YES", "reason": "fine"}')) as server:
+        server.rule = lambda r: (Reply(status=500, error_message="overloaded")
+                                 if failing["on"] and "vote" in str(r.body).lower() else None)
+        data["providers"] = {"sim": {"model": "openai/fake-model", "api_base": server.base_url,
+                                     "api_key_env": "LOOP_KEY", "max_retries": 0}}
+        path = tmp_path / "p.rwb"
+        store = Store.create(path)
+        runner = Runner(store)
+        run_id = runner.create(parse_run_config(data))
+        assert runner.execute(run_id)["status"] == "degraded"
+        store.close_connection()
+        open_project(path)
+        panel = panel_of(window)
+        click_run(qtbot, panel, run_id)
+        assert panel.resume_button.isEnabled()
+        failing["on"] = False  # the provider is back
+        with qtbot.waitSignal(window.runs.finished, timeout=WAIT_MS) as resumed:
+            qtbot.mouseClick(panel.resume_button, Qt.MouseButton.LeftButton)
+    summary = resumed.args[0]
+    assert summary["status"] == "completed" and summary["votes_cast"] == summary["votes_expected"] == 30
+    qtbot.waitUntil(lambda: bool(table_rows(panel.runs_table)) and
+                    table_rows(panel.runs_table)[0]["status"] == "completed", timeout=WAIT_MS)
+    assert not panel.resume_button.isEnabled()

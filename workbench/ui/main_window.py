@@ -622,7 +622,9 @@ class MainWindow(QMainWindow):
         if status == "completed":
             self.notices.add("info", f"Run {run_id} completed: {counts}.")
         elif status == "degraded":
-            self.notices.add("warning", f"Run {run_id} finished degraded: its results are marked so. {error}")
+            retry = (" Select it in Live Run and Resume to issue its failed calls again."
+                     if summary.get("failed_calls") else "")
+            self.notices.add("warning", f"Run {run_id} finished degraded: its results are marked so. {error}{retry}")
         elif status == "interrupted":
             self.notices.add("warning", f"Run {run_id} was interrupted ({error or 'stopped'}): {counts}. "
                                         "Select it in Live Run and Resume to finish it.")
