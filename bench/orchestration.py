@@ -187,23 +187,23 @@ def final_statuses(store, run_id: str) -> dict[str, str]:
     return {key: status for key, status in rows}
 
 
-def run_runner(base_url: str, tmp: Path, *, dispatch: str, concurrency: int, workers: int = 16,
+def run_runner(base_url: str, tmp: Path, *, dispatch: str, concurrency: int,
                expected: int = sum(PHASES)) -> dict:
     """One run through the workbench runner; resumed until it ends (as ``rwb resume`` would)."""
     from workbench.core.project.store import Store
     from workbench.core.runs.config import parse_run_config
     from workbench.services.runs.runner import Runner
 
-    store = Store.create(tmp / f"{dispatch}-{concurrency}-{workers}-{time.monotonic_ns()}.rwb")
+    store = Store.create(tmp / f"{dispatch}-{concurrency}-{time.monotonic_ns()}.rwb")
     try:
         run_id = Runner(store).create(parse_run_config(rcp_config(base_url, dispatch=dispatch, concurrency=concurrency)))
         start = time.perf_counter()
-        summary = Runner(store, max_workers=workers).execute(run_id)
+        summary = Runner(store).execute(run_id)
         first = final_statuses(store, run_id)
         resumes = 0
         while summary["status"] == "interrupted" and resumes < 20:
             resumes += 1
-            summary = Runner(store, max_workers=workers).execute(run_id)
+            summary = Runner(store).execute(run_id)
         wall = time.perf_counter() - start
         final = final_statuses(store, run_id)
     finally:
@@ -517,7 +517,7 @@ def split_section(latency: float) -> list[Figure]:
     with ServerProcess(latency, None) as srv, tempfile.TemporaryDirectory(prefix="rwb-split-") as tmp:
         for i in range(3):
             store = Store.create(Path(tmp) / f"split-{i}.rwb")
-            runner = Runner(store, gateway=SleepingGateway(latency), max_workers=32)
+            runner = Runner(store, gateway=SleepingGateway(latency))
             run_id = runner.create(parse_run_config(rcp_config(srv.base_url, concurrency=32)), estimate=False)
             start = time.perf_counter()
             runner.execute(run_id)

@@ -16,7 +16,8 @@ from workbench.core.project.schema import RUN_STATUSES
 from workbench.core.project.store import Store, utc_now
 
 # The statuses a run can have (the schema's CHECK constraint holds the same list), and those of a
-# run that is over with results that stand (nothing to resume; a degraded run's are marked so).
+# run that is over with results that stand (a degraded run's are marked so, and a resume may still
+# issue its failed calls again: docs/runs.md).
 STATUSES = RUN_STATUSES
 FINISHED = ("completed", "degraded")
 

@@ -16,8 +16,10 @@ _UNMAPPED: set[str] = set()
 _UNMAPPED_LOCK = threading.Lock()
 
 
-def _unmapped(exc: Exception) -> bool:
-    return "isn't mapped" in str(exc)  # litellm's wording for a name absent from its map
+def _remember_if_unmapped(model: object, exc: Exception) -> None:
+    if isinstance(model, str) and "isn't mapped" in str(exc):  # litellm's wording for a missing name
+        with _UNMAPPED_LOCK:
+            _UNMAPPED.add(model)
 
 
 def remember_unmapped(litellm: Any) -> None:
@@ -35,9 +37,7 @@ def remember_unmapped(litellm: Any) -> None:
         try:
             return original(**kwargs)
         except Exception as exc:
-            if isinstance(model, str) and _unmapped(exc):
-                with _UNMAPPED_LOCK:
-                    _UNMAPPED.add(model)
+            _remember_if_unmapped(model, exc)
             raise
 
     litellm.response_cost_calculator = response_cost_calculator
@@ -59,9 +59,7 @@ def reply_cost(litellm: Any, response: Any, configured_model: str) -> tuple[floa
         try:
             cost = litellm.completion_cost(completion_response=response, model=model)
         except Exception as exc:  # noqa: BLE001 - litellm raises for a model it cannot price
-            if _unmapped(exc):
-                with _UNMAPPED_LOCK:
-                    _UNMAPPED.add(model)
+            _remember_if_unmapped(model, exc)
             continue
         if cost is not None:
             return float(cost), f"litellm:{model}"

@@ -485,28 +485,28 @@ class QuadrantPanel(Panel):
         return self.quadrant_plot if self.data.n == 2 else self.ratio_plot
 
     def _ensure_plot(self):
-        if self.data.n == 2 and self.quadrant_plot is None:
+        self._make_plot(two_clusters=self.data.n == 2)
+        return self._plot()
+
+    def _make_plot(self, *, two_clusters: bool) -> None:
+        """The quadrant chart (two clusters) or the ratio chart (any other number), once."""
+        if two_clusters and self.quadrant_plot is None:
             from workbench.ui.plots.quadrant_plot import QuadrantPlot
 
             self.quadrant_plot = self._adopt_plot(QuadrantPlot(self.stack))
-        elif self.data.n != 2 and self.ratio_plot is None:
+        elif not two_clusters and self.ratio_plot is None:
             from workbench.ui.plots.ratio_plot import RatioPlot
 
             self.ratio_plot = self._adopt_plot(RatioPlot(self.stack))
-        return self._plot()
 
     def warm_up(self) -> None:
         """Make the charts ahead of their first data, one per turn of the event loop, while the
         window is idle (the window calls this once the plot modules are imported)."""
         if self.ratio_plot is None:
-            from workbench.ui.plots.ratio_plot import RatioPlot
-
-            self.ratio_plot = self._adopt_plot(RatioPlot(self.stack))
+            self._make_plot(two_clusters=False)
             QTimer.singleShot(0, self, self.warm_up)
-        elif self.quadrant_plot is None:
-            from workbench.ui.plots.quadrant_plot import QuadrantPlot
-
-            self.quadrant_plot = self._adopt_plot(QuadrantPlot(self.stack))
+        else:
+            self._make_plot(two_clusters=True)
 
     def is_warm(self) -> bool:
         return self.ratio_plot is not None and self.quadrant_plot is not None

@@ -86,16 +86,20 @@ def _escape_any(text: str, fence: str) -> tuple[str, int]:
 
 
 def _escape_standard(text: str, fence: str) -> tuple[str, int]:
-    """:func:`escape` for a name in today's format, with patterns compiled once: each "FENCE-"
-    found (in any case) is the name only when the characters from it spell ``fence``."""
+    """:func:`escape` for a name in today's format, with patterns compiled once."""
     head, _, tail = fence.partition("-")
-    altered, wanted = f"{head}_{tail}", fence.upper()
+    return _alter(text, _LINE_OR_PREFIX_CI, fence.upper(), f"{head}_{tail}")
+
+
+def _alter(text: str, pattern: re.Pattern, wanted: str, altered: str) -> tuple[str, int]:
+    """Each fence line ``pattern`` finds shown altered (the name inside it too), and each
+    "FENCE-" (any case) that starts ``wanted`` replaced by ``altered``; and how many of both."""
     parts: list[str] = []
     count = pos = 0
-    while (m := _LINE_OR_PREFIX_CI.search(text, pos)) is not None:
-        if m.group(0).startswith("<<<"):  # a fence line: shown altered, the name inside it too
-            parts += [text[pos:m.start()], ESCAPED_OPEN, _own_name(m.group(0)[3:-3], wanted, altered),
-                      ESCAPED_CLOSE]
+    while (m := pattern.search(text, pos)) is not None:
+        if m.group(0).startswith("<<<"):
+            inner, _ = _alter(m.group(0)[3:-3], _PREFIX_CI, wanted, altered)
+            parts += [text[pos:m.start()], ESCAPED_OPEN, inner, ESCAPED_CLOSE]
             count, pos = count + 1, m.end()
         elif _is(text, m.start(), wanted):
             parts += [text[pos:m.start()], altered]
@@ -111,20 +115,6 @@ def _is(text: str, at: int, wanted: str) -> bool:
     """Whether ``wanted`` (ASCII, upper case) starts at ``at`` in ``text``, in any case."""
     found = text[at:at + len(wanted)]
     return found.isascii() and found.upper() == wanted
-
-
-def _own_name(inner: str, wanted: str, altered: str) -> str:
-    parts: list[str] = []
-    pos = 0
-    while (m := _PREFIX_CI.search(inner, pos)) is not None:
-        if _is(inner, m.start(), wanted):
-            parts += [inner[pos:m.start()], altered]
-            pos = m.start() + len(wanted)
-        else:
-            parts.append(inner[pos:m.start() + 1])
-            pos = m.start() + 1
-    parts.append(inner[pos:])
-    return "".join(parts)
 
 
 def fenced(text: str, fence: str) -> str:
