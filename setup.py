@@ -13,6 +13,7 @@ DATA = {
     "workbench._data.resources": ("resources", ["*.txt", "*.json"]),
     "workbench._data.resources.fonts": ("resources/fonts", ["*.ttf", "LICENSE-*.txt", "README.md"]),
     "workbench._data.resources.icons": ("resources/icons", ["*.svg", "*.png"]),
+    "workbench._data.resources.help": ("resources/help", ["*.md"]),  # Help ▸ Protocol Notes
     "workbench._data.samples": ("sample_runs", ["*.json", "*.yaml", "*.yml", "*.rwb", "README.md"]),
     "workbench._data.docs": ("docs", ["protocols.md"]),
 }
@@ -20,5 +21,7 @@ DATA = {
 setup(
     packages=find_packages(include=["workbench", "workbench.*"]) + list(DATA),
     package_dir={name: folder for name, (folder, _files) in DATA.items()},
-    package_data={"workbench": ["py.typed"], **{name: files for name, (_folder, files) in DATA.items()}},
+    # Each protocol's prompt templates (SPEC §7) live in its package, beside its code.
+    package_data={"workbench": ["py.typed", "core/protocols/*/prompts/*.j2"],
+                  **{name: files for name, (_folder, files) in DATA.items()}},
 )

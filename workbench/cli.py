@@ -22,7 +22,7 @@ from workbench import __version__
 from workbench.core.errors import WorkbenchError
 
 # Order is the order shown by ``rwb --help``.
-COMMAND_MODULES = ("project", "run", "providers", "classify", "arm", "echo", "samples", "serve_mcp", "gui")
+COMMAND_MODULES = ("project", "run", "providers", "protocols", "classify", "arm", "echo", "samples", "serve_mcp", "gui")
 
 EXIT_OK, EXIT_ATTENTION, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_NO_RESULT = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED = 130
@@ -47,9 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def one_line(text: object) -> str:
-    """A message as one line: its lines joined, so stderr carries exactly one line per error."""
+    """A message as one line: its lines joined, so stderr carries exactly one line per error, and
+    any other control character (a value quoted from the input) shown as an escape (SPEC §11)."""
+    from workbench.core.limits import printable
+
     lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    return " / ".join(lines) if lines else ""
+    return printable(" / ".join(lines)) if lines else ""
 
 
 def exit_code_of(exc: WorkbenchError) -> int:

@@ -10,9 +10,9 @@ What it does, offline, in a temporary folder (settings too: yours are not touche
 1. builds the demo project, runs every ``sample_runs/*-sim.json`` configuration and the ARM
    batch with the runner ``rwb run`` uses (the simulated panel: no key, no network), and imports
    one real ARM trace from the shared corpus when it is there (read in place, never copied);
-2. opens the main window on it and, for each panel, gives its dock the room a person would give
-   the panel they work in (the default layout, that dock raised and grown; a 1280×720 window
-   cannot show every panel in full at once), selects something in it through its own widgets,
+2. opens the main window on it and, for each panel, brings it in front in the workspace that
+   shows it (Design, Run, Results or Audit: each fills the 1280×720 window), selects something
+   in it through its own widgets,
    waits for its reads to land (the panels read off the GUI thread: every wait polls a
    condition, with a timeout; nothing relies on a fixed sleep), and saves the whole window as
    ``<panel>-light.png`` and ``<panel>-dark.png``:
@@ -30,7 +30,12 @@ What it does, offline, in a temporary folder (settings too: yours are not touche
      escalation, its verdict, conflicts and the human's decision; findings-cons-whatif: the
      consensus threshold moved until a verdict would change;
    - findings-report: the RCP run's report rendered;
-   - main-window: the default layout (Quadrant and Live Run raised), also main-window.png (light);
+   - main-window: the first start's workspace (Results, the Quadrant in front), also
+     main-window.png (light);
+   - workspace-design, -run, -results, -audit: each workspace as it came, its panel in use as
+     above; presenter: presenter mode (F11, the Teach workspace) presenting the Quadrant;
+     tour-quadrant, tour-drift, tour-cons-matrix: the guided tour at those steps, in the
+     workspace each goes to;
 
 3. then the Live Run panel's moments: live-run-config (the Configure tab), live-run-running (a
    slowed simulated RCP run in progress, a finished vote call selected while others are in
@@ -70,12 +75,10 @@ SAMPLE_CONFIGS = ("rcp-sim.json", "arm-sim.json", "findings-sim.json", "cons-sim
 ARM_TRACES = Path("/work/shared/corpus/arm-protocol/traces")
 PREFERRED_TRACE = "arm-v0.9-q201-CGG-roles-1782437641004.json"  # gamma changes its mind from R1 to R2
 SLOW_CALL_S = 1.2  # the simulated panel slowed down so a run in progress can be seen going
-# The room a person gives the panel they work in, from the default layout: (share of the window's
-# width for its column of docks, share of the height for its dock); None keeps the default.
-FOCUS = {"clustersPanel": (0.36, None), "traceInspectorPanel": (0.76, 0.8), "quadrantPanel": (0.7, 0.8),
-         "driftPanel": (0.7, 0.8), "liveRunPanel": (None, 0.64), "anchorsPanel": (None, 0.64),
-         "findingsPanel": (None, 0.64)}
-TOP_ROW = {"clustersPanel": 0.3, "traceInspectorPanel": 0.4, "quadrantPanel": 0.3}  # the default widths
+# Each workspace shown with the panel (and its driver) a person works in there; Teach presents
+# the Quadrant in presenter mode.
+WORKSPACE_SHOTS = (("design", "clustersPanel", "clusters"), ("run", "liveRunPanel", "live_run"),
+                   ("results", "quadrantPanel", "quadrant"), ("audit", "traceInspectorPanel", "trace_inspector"))
 
 START = time.monotonic()
 END = START + BUDGET_S
@@ -245,37 +248,16 @@ class Shooter:
         dock.raise_()
 
     def focus(self, name: str | None) -> None:
-        """The default layout, at its start-up proportions, with the panel's dock (if any) raised
-        and given the room a person would give the panel they work in (a 1280×720 window cannot
-        show every panel in full at once)."""
-        from PySide6.QtCore import Qt
-
-        window, docks = self.window, self.window.docks
-        window.reset_layout()
-        if name is not None:
-            self.raise_dock(name)
-        width, height = FOCUS.get(name, (None, None)) if name is not None else (None, None)
-        top = [docks[key] for key in TOP_ROW]
-        vertical, horizontal = Qt.Orientation.Vertical, Qt.Orientation.Horizontal
-        for _ in range(2):  # the layout settles first; then the sizes hold
-            self.pump(0.05)
-            # View ▸ Reset layout alone leaves the top row shorter than at start-up: size it as then.
-            if width is None:
-                window.resizeDocks(top, [int(window.width() * share) for share in TOP_ROW.values()], horizontal)
-            else:
-                column = "quadrantPanel" if name == "driftPanel" else name  # they share a column, tabbed
-                others = sum(share for key, share in TOP_ROW.items() if key != column)
-                sizes = [int(window.width() * (width if key == column else (1 - width) * share / others))
-                         for key, share in TOP_ROW.items()]
-                window.resizeDocks([docks[name if key == column else key] for key in TOP_ROW], sizes, horizontal)
-            if height is None:
-                window.resizeDocks(top, [int(window.height() * 0.5)] * len(top), vertical)
-            elif name in TOP_ROW or name == "driftPanel":  # a top dock grows with its row, not alone
-                row = [docks["traceInspectorPanel"], docks["driftPanel" if name == "driftPanel" else "quadrantPanel"]]
-                window.resizeDocks(row, [int(window.height() * height)] * len(row), vertical)
-            else:  # a bottom dock: the top row gives way
-                window.resizeDocks(top, [int(window.height() * (1 - height))] * len(top), vertical)
-                window.resizeDocks([docks[name]], [int(window.height() * height)], vertical)
+        """The panel in front in the workspace that shows it (Design, Run, Results or Audit, each
+        filling the 1280×720 window), as a link or the workspace bar brings it; None: Results."""
+        window = self.window
+        if name is None:
+            window.workspaces.switch("results")
+            window.reset_layout()
+            window.docks["quadrantPanel"].raise_()
+        else:
+            window.show_panel(name)
+        self.pump(0.05)
         self.app.processEvents()
 
     def themes(self) -> tuple[str, ...]:
@@ -569,9 +551,49 @@ class Shooter:
             self.guarded(slug, lambda: self.shoot_panel(slug, dock, getattr(self, driver)))
         self.guarded("main-window", self.main_window)
 
+    def workspaces_in_both_themes(self) -> None:
+        """Every workspace as a person works in it (workspace-<key>-<theme>.png), presenter mode
+        (presenter-<theme>.png: Teach, presenting the Quadrant) and the tour at three of its
+        steps (tour-<step>-<theme>.png), each workspace as it came (View ▸ Reset Workspace)."""
+        for key, dock, driver in WORKSPACE_SHOTS:
+            def shoot(key=key, dock=dock, driver=driver) -> None:
+                self.window.workspaces.switch(key)
+                self.window.reset_layout()
+                self.focused = None
+                self.shoot_panel(f"workspace-{key}", dock, getattr(self, driver))
+            self.guarded(f"workspace-{key}", shoot)
+        self.guarded("presenter", self.presenter)
+        for step in ("quadrant", "drift", "cons_matrix"):
+            self.guarded(f"tour-{step}", lambda step=step: self.tour(step))
+
+    def presenter(self) -> None:
+        window = self.window
+        window.workspaces.switch("results")
+        window.docks["quadrantPanel"].raise_()
+        self.pump(0.05)
+        window.toggle_presenter()  # F11: the panel in front, presented
+        if not self.wait(lambda: window.presenting and window.workspaces.presented_panel() == "quadrantPanel"):
+            raise Failure("presenter mode never showed the Quadrant")
+        panel = window.panels["quadrantPanel"]
+        if not self.wait(lambda: panel._plot() is not None and panel.stack.currentWidget() is panel._plot()):
+            raise Failure("the presented Quadrant drew no chart")
+        self.in_both_themes("presenter")
+        window.workspaces.leave_presenter()
+
+    def tour(self, key: str) -> None:
+        from workbench.ui.tour_steps import STEPS
+
+        window = self.window
+        tour = window.menus.show_tour(restart=True)
+        tour.show_step(next(i for i, s in enumerate(STEPS) if s.key == key))
+        if not self.wait(lambda: not tour._sync_timer.isActive() and tour.target() is not None):
+            raise Failure(f"the tour's step {key} showed no target")
+        self.in_both_themes(f"tour-{key.replace('_', '-')}")
+        tour.leave()
+
     def main_window(self) -> None:
         self.window.panels["traceInspectorPanel"].detail.tabs.setCurrentIndex(0)
-        self.focus(None)  # the default layout, Quadrant and Live Run in front
+        self.focus(None)  # the first start's workspace (Results), the Quadrant in front
         self.focused = None
         for theme in self.themes():
             if theme != self.window.theme_name:
@@ -691,6 +713,7 @@ def main(out: Path) -> int:
     try:
         shooter.open_project()
         shooter.panels_in_both_themes()
+        shooter.workspaces_in_both_themes()
         shooter.guarded("live-run moments", shooter.live_run_moments)
     except Failure as exc:
         shooter.fail(str(exc))

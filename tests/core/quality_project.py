@@ -8,7 +8,11 @@ from pathlib import Path
 
 from workbench.core.project import _sql
 from workbench.core.project.store import Store
-from workbench.core.protocols.rcp.run import VOTE_FORMAT, VOTE_QUESTION
+from workbench.core.protocols.rcp.run import VOTE_FORMAT
+
+# The vote question of RCP's default vote template (prompts/vote.j2).
+VOTE_QUESTION = ("Given your perspective, does this response represent sound reasoning you would endorse? "
+                 "Answer YES or NO.")
 
 FENCE = "FENCE-" + "AB" * 16
 QUERY = "Should the city close its downtown to private cars?"

@@ -33,7 +33,7 @@ SAMPLE_ROWS: dict[str, dict] = {
                   "response_raw": "raw text", "response_json": {"choices": []}, "status": "ok",
                   "error": None, "error_kind": None, "prompt_tokens": 10, "completion_tokens": 20,
                   "total_tokens": 30, "cost_usd": None, "cost_source": "unknown", "latency_ms": 12.5,
-                  "cached": 0, "simulated": 1, "started_at": T0, "finished_at": T1},
+                  "cached": 0, "simulated": 1, "started_at": T0, "finished_at": T1, "template_sha256": "2" * 64},
     "artifacts": {"id": 1, "run_id": "r1", "round_id": 1, "key": "w1", "author_agent": "a1",
                   "author_cluster": "advocate", "content": "An answer — with “quotes”.", "call_id": 1,
                   "simulated": 1, "created_at": T0},
@@ -109,4 +109,17 @@ SAMPLE_ROWS: dict[str, dict] = {
     "reply_cache": {"key": "0" * 64, "model": "openai/gpt-4o-mini", "run_id": "r1",
                     "value_json": {"status": "ok", "provider": "local", "model": "openai/gpt-4o-mini", "text": "YES"},
                     "created_at": T1},
+    "prompt_sets": {"id": 1, "name": "strict vote", "protocol": "rcp", "sha256": "1" * 64,
+                    "templates_json": {"vote": "{% block user %}{{ artifact }} {{ reply_format }}{% endblock %}"},
+                    "note": "a stricter question", "created_at": T1},
+    "protocol_records": {"id": 1, "run_id": "r1", "round_id": 1, "call_id": 1, "protocol": "acr", "kind": "critique",
+                         "key": "c1", "agent_id": "a1", "data_json": {"points": ["too long"]}, "simulated": 1,
+                         "created_at": T1},
 }
+
+# What schema step 9 added, dropped again (a table's triggers go with it): makes a file of an
+# older schema out of a new one, for the migration tests. STEP_9_TABLES leaves change_counters alone
+# (for a test that drops that table itself).
+STEP_9_TABLES = ("DROP TABLE prompt_sets; DROP TABLE protocol_records; "
+                 "ALTER TABLE llm_calls DROP COLUMN template_sha256; ")
+STEP_9_UNDONE = STEP_9_TABLES + "DELETE FROM change_counters WHERE tbl IN ('prompt_sets', 'protocol_records'); "

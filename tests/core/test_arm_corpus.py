@@ -1,10 +1,11 @@
 """Every value stored in the 17 corpus traces (``traces/`` and ``traces-v1.1/``) is recomputed by
 the workbench (SPEC §4).
 
-An entry either matches within 1e-9, or carries a note: a value not recomputable offline, or a
-value the file's own build computed with an older rule (then ``build_rule`` reproduces it and
-``recomputed`` is today's value). The exact set of notes is pinned here so a regression (a check
-that stops matching, or a note that appears) shows up.
+Every entry matches within 1e-9 under the rules of the file's own version (SPEC §11), or is a
+value not recomputable offline (``match: null`` and a note). Where today's rules give another
+value, the entry adds ``today`` and a note naming the rule that came later. The exact set of
+notes is pinned here so a regression (a check that stops matching, or a note that appears)
+shows up.
 """
 
 from __future__ import annotations
@@ -25,11 +26,15 @@ from workbench.core.protocols.arm import (
     r1_claims,
     tfidf_convergence,
 )
-from workbench.core.protocols.arm.stored import (
-    NOTE_EMBEDDING,
-    NOTE_NO_GATE,
-    NOTE_OVERRIDE_LEGACY,
-    NOTE_OVERRIDE_V11,
+from workbench.core.protocols.arm.stored import NOTE_EMBEDDING
+from workbench.core.protocols.arm.versions import (
+    AUDIT_V13,
+    RULES,
+    OVERRIDE_REASON,
+    OVERRIDE_RECONCILER,
+    POLARITY_GATE,
+    SELF_CHECK_OVERRIDE,
+    SMOOTHED_IDF,
 )
 
 pytestmark = pytest.mark.corpus
@@ -91,51 +96,66 @@ def reports(corpus_dir) -> dict[str, dict]:
     return {name: metrics_report(load(corpus_dir, name)) for name in names}
 
 
-def test_every_stored_value_matches_or_has_a_note(reports):
+def test_every_stored_value_matches_under_its_own_versions_rules(reports):
     for name, report in reports.items():
         for entry in report["stored"]:
-            assert set(entry) - {"build_rule"} == {"metric", "stored", "recomputed", "match", "note"}
-            if entry["match"] is False:  # an older rule of the file's own build, reproduced
-                assert entry["note"] and entry["build_rule"]["match"] is True, (name, entry)
-            else:
-                assert entry["match"] is True or (entry["match"] is None and entry["note"]), (name, entry)
-                assert "build_rule" not in entry
-        assert report["summary"]["unexplained"] == 0, name
-        assert report["summary"]["mismatched"] == report["summary"]["older_rule"], name
-        assert report["summary"]["stored_values"] == STORED_COUNTS[name], name
+            assert set(entry) - {"today"} == {"metric", "stored", "recomputed", "match", "note"}
+            assert entry["match"] is True or (entry["match"] is None and entry["note"]), (name, entry)
+            if "today" in entry:  # today's rule differs: said, never counted against the file
+                assert entry["note"].startswith("older rule: ") and entry["today"]["match"] is False, (name, entry)
+        summary = report["summary"]
+        assert summary["unexplained"] == summary["mismatched"] == 0, name
+        assert summary["older_rule"] == sum("today" in e for e in report["stored"]), name
+        assert summary["stored_values"] == STORED_COUNTS[name], name
 
 
 def test_the_exact_set_of_notes(reports):
-    notes = {(name, e["metric"], e["note"]) for name, r in reports.items() for e in r["stored"] if e["note"]}
-    expected = {(name, metric, NOTE_EMBEDDING) for name in [*V12, "arm-v08-run-TDIDF-embedding-001.json"]
+    notes = {(name, e["metric"]) for name, r in reports.items() for e in r["stored"] if e["note"]}
+    rules = {(name, e["metric"], _rule_of(e["note"])) for name, r in reports.items() for e in r["stored"]
+             if e["note"] and e["note"] != NOTE_EMBEDDING}
+    expected = {(name, metric) for name in [*V12, "arm-v08-run-TDIDF-embedding-001.json"]
                 for metric in ("embedding_convergence", "runMeta.embedding_convergence")}
-    no_gate = NOTE_NO_GATE.format(r1="YES", r2="NO")
-    expected |= {("arm-v0.7.1-run-OT-001.json", "r2.gamma.reconciliation_status", no_gate),
-                 ("arm-v0.7.1-run-OT-001.json", "r2.gamma.self_check.status (gate override)", no_gate)}
-    legacy = NOTE_OVERRIDE_LEGACY.format
-    flags, reconciler = "auto_warn (values_tension_flag)", "auto_warn (reconciler_values_disagreement)"
-    expected |= {(name, f"{where}.self_check (override)", legacy(today=flags))
-                 for name in ("arm-v0.7.1-run-OT-001.json", FLIP) for where in ("r1.beta", "r2.beta")}
-    expected.add(("arm-v06-xCGG-values.json", "r2.gamma.self_check (override)", legacy(today=reconciler)))
+    older = {("arm-v0.7.1-run-OT-001.json", "r2.gamma.reconciliation_status", POLARITY_GATE),
+             ("arm-v0.7.1-run-OT-001.json", "r2.gamma.self_check.status (gate override)", POLARITY_GATE)}
+    older |= {(name, f"{where}.self_check (override)", SELF_CHECK_OVERRIDE)
+              for name in ("arm-v0.7.1-run-OT-001.json", FLIP) for where in ("r1.beta", "r2.beta")}
+    older.add(("arm-v06-xCGG-values.json", "r2.gamma.self_check (override)", SELF_CHECK_OVERRIDE))
     # arm-trace-v1.1: the flags path without override_reason, and no reconciler path yet
-    expected |= {("arm-v08-run-TDIDF-embedding-001.json", f"{where}.self_check (override)",
-                  NOTE_OVERRIDE_V11.format(today=flags)) for where in ("r1.beta", "r2.beta")}
-    expected.add(("arm-v08-run-CFAAq2-xCGG-roles.json", "r2.gamma.self_check (override)",
-                  NOTE_OVERRIDE_V11.format(today=reconciler)))
-    assert notes == expected
+    older |= {("arm-v08-run-TDIDF-embedding-001.json", f"{where}.self_check (override)", OVERRIDE_REASON)
+              for where in ("r1.beta", "r2.beta")}
+    older.add(("arm-v08-run-CFAAq2-xCGG-roles.json", "r2.gamma.self_check (override)", OVERRIDE_RECONCILER))
+    # the unsmoothed idf of every stored TF-IDF (v1.1 and v1.2: smoothed came with v1.3)
+    older |= {(name, f"{where}tfidf_convergence", SMOOTHED_IDF)
+              for name in [*V12, "arm-v08-run-TDIDF-embedding-001.json"] for where in ("", "runMeta.")}
+    # a fired gate's audit before v1.3 (no baseline_mode, blind spot on the self-reported delta)
+    older |= {(name, "r2.gamma.polarity_audit", AUDIT_V13) for name in (FLIP, "arm-v08-run-TDIDF-embedding-001.json")}
+    assert rules == older
+    assert notes == expected | {(name, metric) for name, metric, _ in older}
 
 
-def test_older_rules_report_both_values(reports):
-    """Never silently matched: today's value is `recomputed`, the build's is `build_rule`."""
+def _rule_of(text: str) -> str:
+    """Which rule an "older rule" note names (by the words the versions table gives it)."""
+    named = [r.name for r in RULES if text.startswith(f"older rule: {r.what} came with {r.came_with};")]
+    assert len(named) == 1, text
+    return named[0]
+
+
+def test_older_rules_report_both_values(reports, corpus_dir):
+    """Today's value stays visible next to the value under the file's own (older) rule."""
     entry = next(e for e in reports["arm-v0.7.1-run-OT-001.json"]["stored"]
                  if e["metric"] == "r2.gamma.reconciliation_status")
-    assert (entry["stored"], entry["recomputed"], entry["match"]) == ("success", "gamma_flip_detected", False)
-    assert entry["build_rule"] == {"recomputed": "success", "match": True}
+    assert (entry["stored"], entry["recomputed"], entry["match"]) == ("success", "success", True)
+    assert entry["today"] == {"value": "gamma_flip_detected", "match": False}
+    assert "this trace's version (v0.6/v0.7.1, no schema_version) predates it" in entry["note"]
+    assert entry["note"].endswith("today's gate fires here (YES→NO)")
     v11 = next(e for e in reports["arm-v08-run-TDIDF-embedding-001.json"]["stored"]
                if e["metric"] == "r1.beta.self_check (override)")
-    assert v11["stored"] == {"status": "auto_warn", "override_reason": None}
-    assert v11["recomputed"] == {"status": "auto_warn", "override_reason": "values_tension_flag"}
-    assert v11["build_rule"] == {"recomputed": {"status": "auto_warn", "override_reason": None}, "match": True}
+    assert v11["stored"] == v11["recomputed"] == {"status": "auto_warn", "override_reason": None}
+    assert v11["today"] == {"value": {"status": "auto_warn", "override_reason": "values_tension_flag"}, "match": False}
+    tfidf = next(e for e in reports[V12[1]]["stored"] if e["metric"] == "tfidf_convergence")
+    assert tfidf["recomputed"] == tfidf["stored"] == 0.022419287385592446  # unsmoothed, the file's own idf
+    claims = r1_claims(parse_run(load(corpus_dir, V12[1])))
+    assert tfidf["today"]["value"] == tfidf_convergence(claims, smooth=True) != tfidf["stored"]
 
 
 def test_numbers_match_within_1e9_and_most_are_bit_exact(reports):

@@ -135,11 +135,14 @@ def test_new_fields_are_appended_and_null_values_that_were_present_stay():
     assert trace_to_upstream(fresh) == {"claim": "y", "confidence": 0.4, "_ok": True}
 
 
-def test_v13_is_accepted_and_unknown_schemas_refused():
+def test_v13_and_newer_schemas_are_accepted_and_others_refused():
     run = parse_run({"schema_version": SCHEMA_V13, "r1": {}, "r2": {}})
     assert run.generation == SCHEMA_V13 and run.smoothed_idf
-    with pytest.raises(InputError, match="unsupported ARM schema 'arm-trace-v2.0'"):
-        parse_run({"schema_version": "arm-trace-v2.0", "r1": {}})
+    newer = parse_run({"schema_version": "arm-trace-v2.0", "r1": {}})  # read with today's rules (SPEC §11)
+    assert newer.generation == "arm-trace-v2.0" and newer.smoothed_idf
+    for bad in ("arm-trace-v1.0", "v0.7.1", "arm-trace-v1.x", 1.3):
+        with pytest.raises(InputError, match="unsupported ARM schema"):
+            parse_run({"schema_version": bad, "r1": {}})
 
 
 @pytest.mark.parametrize("bad, field", [

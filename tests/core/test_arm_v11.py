@@ -24,7 +24,7 @@ from workbench.core.protocols.arm import metrics_report, parse_run, run_to_upstr
 from workbench.core.protocols.arm.fields import SCHEMA_V11, SCHEMA_VERSIONS
 from workbench.core.protocols.arm.gates import fap_abort_placeholder
 from workbench.core.protocols.arm.js import export_integrity_hash, js_stringify
-from workbench.core.protocols.arm.stored import NOTE_PLACEHOLDER_LEGACY
+from workbench.core.protocols.arm.versions import HARNESS_FIELDS
 from workbench.core.protocols.arm.trace import trace_to_upstream
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,10 +90,10 @@ def test_metrics_reproduce_every_stored_value_or_name_the_older_rule(v11_dir):
         for e in report["stored"]:
             if isinstance(e["stored"], float) and e["match"]:
                 assert abs(e["stored"] - e["recomputed"]) <= 1e-9
-            assert e["match"] is True or e["note"], e
-            if e["match"] is False:  # an older rule: both values, and the build's reproduces the file
-                assert e["build_rule"]["match"] is True and e["note"].startswith("older rule: arm-trace-v1.1")
-        assert report["summary"]["unexplained"] == 0
+            assert e["match"] is True or (e["match"] is None and e["note"]), e
+            if "today" in e:  # a rule that came after v1.1: today's value is shown, not counted
+                assert e["note"].startswith("older rule: ") and "(arm-trace-v1.1) predates it" in e["note"]
+        assert report["summary"]["unexplained"] == report["summary"]["mismatched"] == 0
     tdidf = metrics_report(json.loads((v11_dir / FILES[1]).read_text(encoding="utf-8")))
     assert tdidf["tfidf_convergence"] == 0.06049038386613858 and tdidf["jaccard_convergence"] == 0.625
     assert tdidf["polarity_gate"]["fired"] and tdidf["polarity_gate"]["stored_fired"]
@@ -110,9 +110,9 @@ def minimal_v11() -> dict:
 def test_any_v11_trace_is_read_not_just_the_corpus():
     report = metrics_report(minimal_v11())
     entry = next(e for e in report["stored"] if e["metric"] == "r1.alpha.self_check (override)")
-    assert entry["stored"] == {"status": "auto_warn", "override_reason": None}
-    assert entry["recomputed"] == {"status": "auto_warn", "override_reason": "values_tension_flag"}
-    assert entry["build_rule"] == {"recomputed": {"status": "auto_warn", "override_reason": None}, "match": True}
+    assert entry["stored"] == entry["recomputed"] == {"status": "auto_warn", "override_reason": None}
+    assert entry["match"] is True
+    assert entry["today"] == {"value": {"status": "auto_warn", "override_reason": "values_tension_flag"}, "match": False}
     bad = minimal_v11()
     bad["r1"]["alpha"]["confidence"] = "high"
     with pytest.raises(InputError, match=r'^r1\.alpha\.confidence: must be a number, got "high"$'):
@@ -123,7 +123,7 @@ def test_a_v11_override_the_build_would_not_make_is_unexplained():
     data = minimal_v11()
     data["r1"]["alpha"]["self_check"] = {"status": "clean", "notes": ""}  # flags path: v1.1 overrode this too
     entry = next(e for e in metrics_report(data)["stored"] if e["metric"] == "r1.alpha.self_check (override)")
-    assert entry["match"] is False and entry["build_rule"]["match"] is False
+    assert entry["match"] is False and entry["recomputed"] == {"status": "auto_warn", "override_reason": None}
     assert metrics_report(data)["summary"]["unexplained"] == 1
 
 
@@ -142,14 +142,14 @@ def legacy_with_placeholder(complete: bool) -> dict:
 def test_the_legacy_fap_placeholder_shape_is_reported_per_value():
     report = metrics_report(legacy_with_placeholder(complete=False))
     placeholder = [e for e in report["stored"] if "FAP abort placeholder" in e["metric"]]
-    absent = {e["metric"]: e for e in placeholder if e["match"] is False}
+    absent = {e["metric"]: e for e in placeholder if "today" in e}
     # harness_self_delta_vs_baseline is null in today's placeholder: absent reads the same
     assert set(absent) == {f"r2.gamma.{k} (FAP abort placeholder) (absent)" for k in ("_ok", "self_delta_mismatch")}
     ok = absent["r2.gamma._ok (FAP abort placeholder) (absent)"]
-    assert (ok["stored"], ok["recomputed"]) == (None, False)
-    assert ok["note"] == NOTE_PLACEHOLDER_LEGACY.format(key="_ok", value="false")
-    assert ok["build_rule"] == {"recomputed": None, "match": True}
-    assert all(e["match"] is True for e in placeholder if e["metric"] not in absent)
+    assert (ok["stored"], ok["recomputed"], ok["match"]) == (None, None, True)
+    assert ok["today"] == {"value": False, "match": False}
+    assert ok["note"] == parse_run(legacy_with_placeholder(complete=False)).build.older_note(HARNESS_FIELDS)
+    assert all(e["match"] is True for e in placeholder)
     assert report["summary"]["unexplained"] == 0 and report["summary"]["older_rule"] == 2
 
 
@@ -161,4 +161,4 @@ def test_a_current_placeholder_matches_field_by_field():
     assert placeholder and all(e["match"] is True for e in placeholder)
     data["r2"]["gamma"]["claim"] = "[FAP — something else]"
     bad = [e for e in metrics_report(data)["stored"] if e["match"] is False]
-    assert [e["metric"] for e in bad] == ["r2.gamma.claim (FAP abort placeholder)"] and "build_rule" not in bad[0]
+    assert [e["metric"] for e in bad] == ["r2.gamma.claim (FAP abort placeholder)"] and "today" not in bad[0]

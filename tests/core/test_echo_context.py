@@ -95,8 +95,9 @@ def test_the_simulated_agent_recites_only_what_is_in_its_window():
     assert reply.ok and "7f3a9c" in reply.text
     agent.answer(call("t1", words(25)))  # pushes the marker out of the 30-word window
     assert agent.hexes_in_window() == []
-    lost = agent.answer(call("c2", "Architect, recite the resonance marker."))
-    assert lost.ok and "7f3a9c" not in lost.text
+    lost = agent.answer(AgentCall(key="c2", agent="a1", purpose="verify", messages=(
+        {"role": "user", "content": "Architect, recite the resonance marker."},)))
+    assert lost.ok and "7f3a9c" not in lost.text and "cannot find a resonance marker" in lost.text
     assert [h["hexes"] for h in agent.history][0] == ["7f3a9c", "7f3a9c"]
 
 

@@ -10,7 +10,7 @@ from workbench.core.project.store import Store
 from workbench.core.runs.config import parse_run_config
 from workbench.services.runs import echo_actions
 from workbench.services.runs.runner import Runner
-from workbench.ui.widgets.echo_teaching import narrate, teaching_config
+from workbench.ui.widgets.echo_teaching import narrate, story_steps, teaching_config
 
 
 @pytest.fixture
@@ -61,9 +61,24 @@ def test_narration_follows_the_records(run):
     store, run_id = run
     c1 = echo_view.read_echo_view(store, run_id).agent("c1")
     story = narrate(c1, started=True, finished="completed")
-    assert [line[:2] for line in story[:3]] == ["1.", "2.", "3."]
-    assert "Loss detected" in story[1] and "Restored" in story[2] and story[-1] == "The run is completed."
+    assert [line[:2] for line in story] == ["1.", "2.", "3.", "4."]
+    assert "The marker is lost" in story[1] and "Loss detected" in story[2] and "Restored" in story[3]
+    assert story[-1].endswith("The run is completed.")
     assert narrate(None, started=True)[0].startswith("1. Starting")
+
+
+def test_each_step_of_the_story_shows_the_records_as_they_stood(run):
+    store, run_id = run
+    c1 = echo_view.read_echo_view(store, run_id).agent("c1")
+    steps = {s.key: s.agent for s in story_steps(c1)}
+    assert list(steps) == ["start", "loss", "detection", "restoration"]
+    # Lost: every check so far passed, no restoration, and the footer still reads Stable.
+    assert all(c.success for c in steps["loss"].checks) and steps["loss"].episodes == ()
+    assert steps["loss"].state == "Stable"
+    # Detected: the failed check is the last one shown, the state Degraded, the restoration not begun.
+    assert not steps["detection"].checks[-1].success and steps["detection"].state == "Degraded"
+    assert steps["detection"].episodes == ()
+    assert steps["restoration"] == c1 and steps["restoration"].state == "Stable"
 
 
 def test_recite_and_inject_record_through_the_echo_code(run):

@@ -227,6 +227,73 @@ def test_protocols_import_no_other_protocol_and_nothing_impure():
     assert not offenders, report("workbench.core.protocols: a cross-protocol or impure import", offenders)
 
 
+# -- (b2) central code never branches on a protocol's name (SPEC §7) -------------------------------
+
+# Modules that may compare with a built-in protocol's name, and why. Central code asks the
+# registry and the declarations (validity, report, config fields, record kinds) instead.
+NAME_COMPARISONS_ALLOWED = {
+    "workbench/core/project/drift.py": "the Drift view is ARM's own results view",
+    "workbench/core/project/quadrant.py": "the Quadrant is RCP's own results view",
+    "workbench/core/project/arm_import.py": "ARM's trace files, in and out (rwb arm)",
+    "workbench/core/sim/scenarios.py": "the scenario bank says what a scenario needs for each protocol it serves",
+}
+NAME_EXEMPT_DIRS = (PACKAGE / "core" / "protocols", PACKAGE / "ui")  # the protocols' own code; the GUI (its own check)
+
+
+def builtin_protocol_names() -> set[str]:
+    from workbench.core import registry
+
+    return {name for name, p in registry.protocols().items() if p.source == "built-in"}
+
+
+def name_comparisons(tree: ast.Module, names: set[str]) -> Iterator[tuple[int, str]]:
+    """Each comparison (``==``, ``!=``, ``in``... and ``match`` cases) with a protocol's name as a
+    string literal, alone or in a literal tuple, list or set."""
+    def named(node: ast.expr) -> list[str]:
+        items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+        return [i.value for i in items if isinstance(i, ast.Constant) and i.value in names]
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            found = [n for side in (node.left, *node.comparators) for n in named(side)]
+        elif isinstance(node, ast.MatchValue):
+            found = named(node.value)
+        else:
+            continue
+        if found:
+            yield node.lineno, f"{ast.unparse(node)[:90]}  (names {', '.join(sorted(set(found)))})"
+
+
+def name_offenders() -> list[str]:
+    names = builtin_protocol_names()
+    offenders = []
+    for path in sources():
+        rel = path.relative_to(REPO).as_posix()
+        if any(path.is_relative_to(d) for d in NAME_EXEMPT_DIRS) or rel in NAME_COMPARISONS_ALLOWED:
+            continue
+        offenders += [f"{rel}:{line}: {text}" for line, text in name_comparisons(parse(path), names)]
+    return offenders
+
+
+def test_the_name_scan_sees_comparisons_and_only_comparisons():
+    tree = ast.parse('if cfg.protocol == "rcp": pass\n'
+                     'ok = p in ("arm", "other") or "cons" != q\n'
+                     'match name:\n    case "echo": pass\n'
+                     'label = {"rcp": "RCP"}.get(name)\n'  # a table keyed by names: not a branch
+                     'text = "run rcp first"\nsame = x == "rcpx"\n')
+    found = [text.split("  (names ")[1] for _, text in name_comparisons(tree, {"rcp", "arm", "cons", "echo"})]
+    assert found == ["rcp)", "arm)", "cons)", "echo)"]
+
+
+def test_central_code_never_compares_with_a_protocols_name():
+    assert {"rcp", "arm", "findings", "cons", "echo"} <= builtin_protocol_names()
+    stale = [rel for rel in NAME_COMPARISONS_ALLOWED if not (REPO / rel).exists()]
+    assert not stale, f"allowed modules that no longer exist: {stale}"
+    offenders = name_offenders()
+    assert not offenders, report("a comparison with a protocol's name outside core/protocols and ui "
+                                 "(ask the registry or the declaration instead)", offenders)
+
+
 # -- (c) no import cycles ------------------------------------------------------------------------
 
 def import_graph() -> dict[str, dict[str, list[Import]]]:

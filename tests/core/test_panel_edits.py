@@ -227,13 +227,16 @@ def test_agent_fields(panel):
     refused("agent", pe.set_agent_persona, panel, "nobody", "x")
 
 
-def test_settings_tau_and_weighting(store):
-    assert pe.panel_settings(store) == {"tau": 0.6, "weighted": False}  # RCP's defaults
+def test_settings_tau_theta_and_weighting(store):
+    assert pe.panel_settings(store) == {"tau": 0.6, "theta": 0.5, "weighted": False}  # RCP's defaults
     assert pe.set_tau(store, 0.75).touches("settings")
+    assert pe.set_theta(store, 0.6).touches("settings")
     assert pe.set_weighted(store, True).touches("settings")
-    assert pe.panel_settings(store) == {"tau": 0.75, "weighted": True}
+    assert pe.panel_settings(store) == {"tau": 0.75, "theta": 0.6, "weighted": True}
     for bad in (0.5, 0.3, 1.01, "0.7", None, True):
         refused("tau", pe.set_tau, store, bad)
+    for bad in (0, -0.1, 1.01, "0.7", None):
+        refused("theta", pe.set_theta, store, bad)
     refused("weighted", pe.set_weighted, store, 1)
 
 
@@ -308,7 +311,7 @@ def test_import_the_panel_of_a_run(panel, tmp_path):
     cfg = rcp(panel, tau=pe.panel_settings(panel)["tau"], weighted=True)
     assert [c.name for c in cfg.clusters] == ["clinicians", "patients", "safety"]
     assert [c.weight for c in cfg.clusters] == [2.0, None, None] and cfg.reference == "safety"
-    assert pe.panel_settings(panel) == {"tau": 0.7, "weighted": True}
+    assert pe.panel_settings(panel) == {"tau": 0.7, "theta": 0.5, "weighted": True}
     refused("run", pe.import_panel_from_run, panel, "r404")
     create_run(panel, run_id="arm-import", protocol="arm", label="imported", config={"question": "q"},
                seed=None, dispatch=None, simulated=False)

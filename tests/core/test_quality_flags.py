@@ -9,7 +9,7 @@ import pytest
 from workbench.core.project import quality, records
 from workbench.core.project.records import RecordFilter
 from workbench.core.project.run_report import to_markdown
-from workbench.core.protocols.rcp.run import VOTE_QUESTION
+from tests.core.quality_project import VOTE_QUESTION
 from tests.core.quality_project import ARTIFACT, QUERY, add_call, add_run, add_vote, new_project, vote_request
 
 
@@ -129,7 +129,7 @@ def test_the_quality_filter_keeps_the_flagged_records(store):
     add_call(store, "r1", reply='{"vote": "NO", "reason": "Too costly."}')
     vote = add_vote(store, "r1", "a1", 1, call_id=echo)
     f = RecordFilter(quality="template_echo")
-    assert records.counts(store, f) == {**dict.fromkeys(records.KINDS, 0), "call": 1, "vote": 1}
+    assert records.counts(store, f) == {**dict.fromkeys(records.BRANCH, 0), "call": 1, "vote": 1}
     keys = [(r["kind"], r["id"]) for r in records.window(store, f, offset=0, limit=10)]
     assert keys == [("call", echo), ("vote", vote)]
     assert records.count(store, RecordFilter(quality="cut_at_cap")) == 0

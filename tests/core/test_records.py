@@ -1,5 +1,6 @@
 """The Trace Inspector's record list (core.project.records): one list of calls, traces, votes,
-ballots, findings and finding votes, filtered, sorted, paged and searched in SQL.
+ballots, findings, finding votes and protocol records (a plugin's own kinds), filtered, sorted,
+paged and searched in SQL.
 
 Every filter is checked against the same filter applied in Python to the whole list; every sort
 and both directions page without repeating or skipping a row; FTS5 and LIKE find the same
@@ -14,15 +15,19 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core.project import records, search
+from workbench.core import registry
+from workbench.core.project import _sql, records, search
 from workbench.core.project.arm_import import import_arm_file
 from workbench.core.project.audit import add_note
 from workbench.core.project.findings import FindingsStore
 from workbench.core.project.record_detail import align, record_detail, run_sides
+from workbench.core.project.protocol_records import Where, write_records
 from workbench.core.project.records import RecordFilter
+from workbench.core.project.refs import RecordRef
 from workbench.core.project.run_records import CallRecord, record_call
 from workbench.core.project.runs import ensure_round
 from workbench.core.project.store import Store
+from workbench.core.protocols.shared.declaration import Record
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply
 from workbench.core.runs.config import parse_run_config
 from workbench.core.text_diff import changed_words, list_diff, word_diff
@@ -58,7 +63,14 @@ def build_project(path: Path, corpus: Path) -> dict:
     bad_call, _ = record_call(store, rcp, round_id, CallRecord(call, reply, "sim", True,
                                                               {"model": "sim", "status": "ok", "attempts": 1,
                                                                "latency_ms": 3.0}), cfg)
+    # A protocol's own kind (as a plugin keeps its critiques): kept in protocol_records, listed like any.
+    with _sql.write(store) as tx:
+        write_records(tx, Where(rcp, "rcp", call_id=bad_call, simulated=True), [
+            Record("critique", {"key": "r1-a1", "agent": "a2", "data": {"text": "the zoning argument is circular"}})])
+        write_records(tx, Where(rcp, "rcp", simulated=True), [
+            Record("critique", {"key": "r1-a2", "agent": "c1", "data": {"valid": False, "problem": "no critique"}})])
     conn = sqlite3.connect(path)
+    critique, bad_critique = [i for (i,) in conn.execute("SELECT id FROM protocol_records ORDER BY id")]
     bad_vote = conn.execute("SELECT id FROM votes WHERE call_id = ?", (bad_call,)).fetchone()[0]
     gamma = dict(conn.execute("SELECT round_no, id FROM traces WHERE run_id = ? AND role = 'gamma'", (arm,)))
     legacy_gamma = conn.execute("SELECT id FROM traces WHERE run_id = ? AND role = 'gamma' AND round_no = 2",
@@ -66,7 +78,8 @@ def build_project(path: Path, corpus: Path) -> dict:
     conn.close()
     store.close_connection()
     return {"rcp": rcp, "arm": arm, "rerun": rerun, "legacy": legacy, "bad_call": bad_call, "bad_vote": bad_vote,
-            "gamma_r1": gamma[1], "gamma_r2": gamma[2], "legacy_gamma_r2": legacy_gamma}
+            "gamma_r1": gamma[1], "gamma_r2": gamma[2], "legacy_gamma_r2": legacy_gamma, "critique": critique,
+            "bad_critique": bad_critique}
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +126,7 @@ def flags_of(store) -> dict[int, list]:
 def test_every_record_of_every_kind_is_listed_once(store):
     rows = everything(store)
     counts = records.counts(store)
-    assert set(counts) == set(records.KINDS)
+    assert set(counts) == set(records.BRANCH) >= set(records.KINDS)
     assert len(rows) == sum(counts.values()) == records.count(store)
     assert len(set(keys(rows))) == len(rows)
     assert all(counts.values())
@@ -128,7 +141,7 @@ def test_each_filter_keeps_exactly_the_rows_it_names(store, ids):
     add_note(store, "vote", ids["bad_vote"], "wrong")
     add_note(store, "vote", ids["bad_vote"], "ok", "on reflection")  # the newest note stands
     rows = everything(store)
-    cases = [("kind", k, lambda r, v: r["kind"] == v) for k in records.KINDS]
+    cases = [("kind", k, lambda r, v: r["kind"] == v) for k in records.BRANCH]
     cases += [("run", rid, lambda r, v: r["run_id"] == v) for rid, _, _ in facets.runs]
     cases += [("protocol", p, lambda r, v: r["protocol"] == v) for p in facets.protocols]
     cases += [("agent", a, lambda r, v: r["agent"] == v) for a in facets.agents]
@@ -157,7 +170,7 @@ def test_filters_combine(store, ids):
     got = everything(store, f)
     assert sorted(r["id"] for r in got) == sorted([ids["gamma_r1"], ids["gamma_r2"]])
     assert keys(everything(store, RecordFilter(protocol="rcp", validity="invalid"))) == [
-        ("call", ids["bad_call"]), ("vote", ids["bad_vote"])]
+        ("call", ids["bad_call"]), ("vote", ids["bad_vote"]), ("protocol_record", ids["bad_critique"])]
     assert everything(store, RecordFilter(protocol="rcp", flag="values_conflict")) == []
 
 
@@ -297,6 +310,41 @@ def test_two_runs_align_by_round_and_agent(store, ids):
     assert all(a is not None and b is not None and a.agent == b.agent and a.round == b.round for a, b in rows)
     rcp = run_sides(store, ids["rcp"])
     assert len(rcp) == 6 and all("approve" in s.value for s in rcp)
+
+
+def test_a_protocols_own_records_are_listed_searched_detailed_and_audited_like_any(store, ids):
+    """A kind with no table of its own (a plugin's critique) is kept in protocol_records: the
+    list, its filters, the search, the detail, a reference and an audit note all reach it."""
+    listed = everything(store, RecordFilter(kind="protocol_record"))
+    assert keys(listed) == [("protocol_record", ids["critique"]), ("protocol_record", ids["bad_critique"])]
+    assert [r["validity"] for r in listed] == ["ok", "invalid"] and listed[0]["provider"] == "sim"
+    assert listed[0]["text"].startswith("critique r1-a1: ") and "circular" in listed[0]["text"]
+    assert keys(everything(store, RecordFilter(kind="protocol_record", validity="invalid"))) == [
+        ("protocol_record", ids["bad_critique"])]
+    for plan in (search.SearchPlan("zoning circular", search.LIKE), None):
+        if plan is None:
+            search.update_index(store)
+            plan = search.plan(store, "zoning circular")
+            assert plan.mode == search.FTS
+        assert keys(everything(store, search=plan)) == [("protocol_record", ids["critique"])]
+    d = record_detail(store, "protocol_record", ids["critique"])
+    assert d.extras["record_kind"] == "critique" and d.extras["data"] == {"text": "the zoning argument is circular"}
+    assert d.call.id == ids["bad_call"] and d.run["id"] == ids["rcp"]
+    call = record_detail(store, "call", ids["bad_call"])
+    assert {"kind": "protocol_record", "id": ids["critique"], "record_kind": "critique", "key": "r1-a1"} in \
+        call.extras["products"]
+    assert RecordRef("protocol_record", ids["critique"], ids["rcp"]).kind == "protocol_record"
+    assert records.locate(store, "protocol_record", ids["critique"]) == ("protocol_record", ids["critique"], ids["rcp"])
+    add_note(store, "protocol_record", ids["bad_critique"], "wrong", "it gave no critique")
+    assert keys(everything(store, RecordFilter(audit="wrong"))) == [("protocol_record", ids["bad_critique"])]
+
+
+def test_records_made_outside_a_run_belong_to_the_protocol_whose_votes_they_are():
+    """RUNLESS_OWNER is the one place naming a protocol in the list: each owner declares the
+    record kind as its votes (a finding is what finding votes are on)."""
+    unit = {"ballot": "cons_ballot", "finding": "finding_vote", "finding_vote": "finding_vote"}
+    for kind, owner in records.RUNLESS_OWNER.items():
+        assert registry.get(owner).validity.kind == unit[kind], kind
 
 
 def test_word_diff_gives_back_both_texts():

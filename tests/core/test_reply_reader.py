@@ -10,7 +10,7 @@ import pytest
 from workbench.core.protocols.arm.replies import TRACE_MODELS, parse_reply
 from workbench.core.protocols.cons.run import BallotReply, ballot_reply_model, parse_ballot_reply
 from workbench.core.protocols.findings.run import FindingVoteReply, parse_finding_vote
-from workbench.core.protocols.rcp.run import TEMPLATE, VoteReply, ballot_model, parse_ballot, parse_vote
+from workbench.core.protocols.rcp.run import VoteReply, ballot_model, default_pieces, parse_ballot, parse_vote
 from workbench.core.protocols.shared.fencing import Fence, closing, opening
 from workbench.core.protocols.shared.replies import balanced_objects, json_object, leading_verdict, loads
 from workbench.core.protocols.shared.structured import strict_schema
@@ -54,7 +54,7 @@ def test_fenced_and_template_text_is_removed_before_reading_so_a_quoted_verdict_
     echoed = 'Reply with JSON only: {"vote": "YES" or "NO", "reason": "<one sentence>"}.'
     assert parse_vote(echoed).status == "invalid"  # the prompt's own template is not a vote
     assert parse_vote(echoed + ' {"vote": "NO", "reason": "weak"}').value == 0
-    assert any("<one sentence>" in piece for piece in TEMPLATE)
+    assert any("<one sentence>" in piece for piece in default_pieces())
 
 
 # ----- every schema is strict, and every reply that obeys it is one its parser accepts ------------

@@ -97,19 +97,19 @@ def test_rcp_report_gives_the_guidance_for_each_tier(store, monkeypatch):
 
 
 def test_a_cons_escalation_shows_its_reason_and_the_human_decision(store, monkeypatch):
-    from workbench.core.project import _sql
-    from workbench.core.project.run_report import _cons
+    from workbench.core.project.run_view import RunView
+    from workbench.core.protocols.cons.declaration import report as section
 
-    run_id = run_sample(store, "cons", monkeypatch)
-    run = _sql.get(store, "runs", run_id)
-    summary = run["summary_json"]
+    view = RunView(store, run_sample(store, "cons", monkeypatch))
+    summary = view.summary
     escalated = {**summary["cons"], "escalations": [{"reason": "suspicious_unanimity", "detail": "all <b>agree</b>",
                                                       "action": "verify"}]}
-    waiting = "\n".join(_cons(run, run["config_json"], {**summary, "cons": escalated}))
+    view.summary = {**summary, "cons": escalated}
+    waiting = "\n".join(section(view))
     assert "## Human decision" in waiting and "**Suspicious unanimity**: all \\<b\\>agree\\</b\\>" in waiting
     assert "- **Decision**: none yet: a person must decide" in waiting
-    decided = "\n".join(_cons(run, run["config_json"],
-                              {**summary, "cons": {**escalated, "humanDecision": "Adopt it after a review"}}))
+    view.summary = {**summary, "cons": {**escalated, "humanDecision": "Adopt it after a review"}}
+    decided = "\n".join(section(view))
     assert "- **Decision**: Adopt it after a review" in decided
 
 

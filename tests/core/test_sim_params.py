@@ -18,6 +18,8 @@ from workbench.core.protocols.arm import metrics_report, parse_reply, run_to_ups
 from workbench.core.protocols.cons.run import parse_ballot_reply
 from workbench.core.protocols.findings.run import parse_finding_vote
 from workbench.core.protocols.rcp.run import parse_vote
+from workbench.core.protocols.rcp.steps import IDENTITY as RCP
+from workbench.core.protocols.shared.declaration import Prompts
 from workbench.core.protocols.shared.steps import AgentCall
 from workbench.core.sim import SimError, SimPanel, SimPersona, approval_probability, default_bank, infer_stance
 from tests.core.test_sim_driver import (
@@ -33,12 +35,14 @@ BANK = default_bank()
 QUESTION = BANK.get("downtown-cars").question
 
 
+RCP_PROMPTS = Prompts(RCP)
+
+
 def vote_call(artifact: str, voter: str = "v", key: str = "r1/vote/x") -> AgentCall:
-    fence = "ARTIFACT-0123456789ABCDEF"
-    user = (f"Question: {QUESTION}\n\nDoes this hold?\n\nResponse to evaluate:\n<<<{fence}>>>\n{artifact}\n"
-            f"<<<END-{fence}>>>\n\nReply with JSON only.")
-    return AgentCall(key=key, agent=voter, purpose="vote", messages=({"role": "user", "content": user},),
-                     reply_schema="rcp_vote", meta={"artifact": "x", "author": "someone-else"})
+    """An RCP vote call as the protocol makes it (sim reads the step's values, not the prompt)."""
+    return RCP_PROMPTS.call("vote", key=key, agent=voter, values={
+        "query": QUESTION, "persona": "", "artifact": artifact, "reply_format": "Reply with JSON only."},
+        meta={"artifact": "x", "author": "someone-else"})
 
 
 def artifacts(stance: float, n: int = 40) -> list[str]:
@@ -46,9 +50,8 @@ def artifacts(stance: float, n: int = 40) -> list[str]:
     panel = {"w": {"stance": stance}}
     out = []
     for seed in range(n):
-        user = QUESTION + "\n\nAnswer in one or two short paragraphs."
-        call = AgentCall(key="r1/generate/w", agent="w", purpose="generate",
-                         messages=({"role": "user", "content": user},))
+        call = RCP_PROMPTS.call("generate", key="r1/generate/w", agent="w",
+                                values={"query": QUESTION, "persona": "", "common_ground": []})
         out.append(SimPanel(seed, panel).reply(call).text)
     return out
 

@@ -103,8 +103,14 @@ def test_readme_snippet_runs(snippet: Snippet, workspace):
                 pytest.skip(f"the ARM corpus is absent: expected it at {CORPUS}")
             code = "\n".join(_from_corpus(line) for line in code.splitlines()) + "\n"
     if "loopback" in snippet.marks:
-        # A model that answers every call with a readable vote (and an acceptable artifact).
-        with FakeLLMServer(default=Reply(text="YES. Trial closures elsewhere cut traffic without hurting trade.")) as server:
+        # A model that writes an artifact, and votes on the others in its own words (a vote that
+        # only repeats the artifact it judges is a quote, never the voter's: SPEC §11).
+        def reply(request) -> str:
+            if "Answer in one or two short paragraphs" in json.dumps(request.messages):
+                return "Trial closures elsewhere cut traffic without hurting trade."
+            return '{"vote": "YES", "reason": "It weighs traffic against trade."}'
+
+        with FakeLLMServer(default=Reply(text=reply)) as server:
             _run(snippet, code.replace(LOCAL_SERVER, server.base_url), root, env)
             assert server.chat_requests, "the snippet never reached the stand-in server"
         return

@@ -30,7 +30,8 @@ SOURCES = ("pyproject.toml", "setup.py", "README.md", "workbench", "resources", 
 def shipped_in_repo() -> dict[str, list[str]]:
     """The files the program reads from the repository's shipped folders, each as the name the
     wheel must hold it under."""
-    folders = {"resources": ("resources", ["*.txt", "*.json", "fonts/*.ttf", "fonts/LICENSE-*", "icons/*.svg"]),
+    folders = {"resources": ("resources", ["*.txt", "*.json", "fonts/*.ttf", "fonts/LICENSE-*", "icons/*.svg",
+                                           "help/*.md"]),
                "sample_runs": ("samples", ["*.json", "*.yaml", "*.yml", "*.rwb"]),
                "docs": ("docs", ["protocols.md"])}
     return {folder: [f"workbench/_data/{inside}/{path.relative_to(REPO / folder).as_posix()}"

@@ -202,3 +202,105 @@ def test_cancel_and_resume_gives_the_same_echo_records_and_votes(project, straig
     assert len(hexes) == len(set(hexes))
     straight_hexes = {r["hex"] for r in _sql.rows(project, "echo_markers", "run_id = ?", (straight[0],))}
     assert not straight_hexes & {r["hex"] for r in rows}
+
+
+# ----- Echo's prompts as templates (SPEC §7): prompts["echo.STEP"] through `rwb run` ----------------
+def _echo_edits() -> dict:
+    """Two of Echo's steps edited word for word (the same number of words, so the simulated
+    windows, and therefore every reply, stay as they were)."""
+    from workbench.core import registry
+
+    echo = registry.get("echo")
+    anchor = echo.default_text("anchor").replace("in your responses when", "in every response when")
+    restore = echo.default_text("restore").replace("was restored from", "was rebuilt from")
+    assert anchor != echo.default_text("anchor") and restore != echo.default_text("restore")
+    return {"echo.anchor": anchor, "echo.restore": restore}
+
+
+def _calls(project: Path, run_id: str) -> dict:
+    """step key -> (request, reply, template hash), with each hex named by what it was issued for
+    and the fence names masked: what two runs of one configuration share."""
+    from tests.runs.test_run_outcomes import rows
+
+    names = dict(rows(project, "SELECT hex, issue_key FROM echo_markers WHERE run_id = ?", (run_id,)))
+    plain = lambda text: re.sub(r"\b[0-9a-f]{6}\b", lambda m: names.get(m.group(0), m.group(0)),
+                                mask_fences(text or ""))
+    return {key: (plain(json.dumps(json.loads(request)["messages"], ensure_ascii=False)), plain(reply), sha)
+            for key, request, reply, sha in rows(project, "SELECT step_key, request_json, reply_text, template_sha256 "
+                                                          "FROM llm_calls WHERE run_id = ?", (run_id,))}
+
+
+def test_an_override_of_an_echo_step_reaches_exactly_its_calls(tmp_path):
+    from tests.runs.test_run_outcomes import last_json, rows, rwb, write
+    from workbench.core import registry
+    from workbench.core.protocols.shared.templates import sha256
+
+    edits = _echo_edits()
+    base = json.loads((SAMPLE.parent / "echo-truncation.json").read_text())
+    project = tmp_path / "p.rwb"
+    plain = rwb("run", write(tmp_path, "a.json", base), "--project", str(project), "--quiet")
+    edited = rwb("run", write(tmp_path, "b.json", {**base, "prompts": edits}), "--project", str(project), "--quiet")
+    assert plain.returncode == 0 and edited.returncode == 0, edited.stderr
+    summary = last_json(edited)
+    assert summary["prompts"]["echo.anchor"] == {"sha256": sha256(edits["echo.anchor"]), "default": False}
+    assert summary["prompts"]["echo.recite"]["default"] is True and summary["prompts"]["vote"]["default"] is True
+    assert any("does not read prompts" in w for w in summary["warnings"])
+    ((stored,),) = rows(project, "SELECT provenance_json FROM runs WHERE id = ?", (summary["run_id"],))
+    assert json.loads(stored)["prompts"]["echo.restore"]["text"] == edits["echo.restore"]
+
+    before, after = _calls(project, last_json(plain)["run_id"]), _calls(project, summary["run_id"])
+    assert before.keys() == after.keys() and len(after) == 17
+    anchored = {k for k, (request, _, _) in after.items() if "in every response when" in request}
+    rebuilt = {k for k, (request, _, _) in after.items() if "was rebuilt from" in request}
+    assert anchored == {"echo/a2/check/1", "echo/c1/check/1"}  # the boot checks: each session's start
+    assert rebuilt == {"echo/c1/restore/1/verify"}  # the one restoration
+    echo = registry.get("echo")
+    for key, (request, reply, sha) in after.items():
+        was_request, was_reply, was_sha = before[key]
+        expected = (was_request.replace("in your responses when", "in every response when") if key in anchored
+                    else was_request.replace("was restored from", "was rebuilt from"))
+        assert request == expected and reply == was_reply, key  # nothing else moved; sim's replies neither
+        if key in anchored:
+            assert sha == sha256(edits["echo.anchor"]) and was_sha == sha256(echo.default_text("anchor"))
+        elif key in rebuilt:
+            assert sha == sha256(edits["echo.restore"]) and was_sha == sha256(echo.default_text("restore"))
+        else:
+            assert sha == was_sha, key  # the protocol's own templates, and Echo's recite
+    assert {after[k][2] for k in after if k.startswith("r")} == {summary["prompts"]["generate"]["sha256"],
+                                                                 summary["prompts"]["vote"]["sha256"]}
+
+
+def test_a_resumed_run_keeps_its_echo_templates(project):
+    edits = _echo_edits()
+    cancel = threading.Event()
+
+    def progress(p):
+        if p.done >= 2:  # after the boot checks, long before c1's restoration
+            cancel.set()
+
+    cfg = parse_run_config({**json.loads((SAMPLE.parent / "echo-truncation.json").read_text()), "prompts": edits})
+    runner = Runner(project, on_progress=progress, cancel=cancel)
+    run_id = runner.create(cfg)
+    assert runner.execute(run_id)["status"] == "interrupted"
+    again = Runner(project).execute(run_id)
+    assert again["status"] == "completed" and again["resumed_calls"] >= 2
+    assert again["prompts"]["echo.restore"]["default"] is False
+    restored = _sql.rows(project, "llm_calls", "run_id = ? AND step_key = 'echo/c1/restore/1/verify'", (run_id,))
+    assert restored and "was rebuilt from" in json.dumps(restored[0]["request_json"])
+
+
+@pytest.mark.parametrize("prompts, field", [
+    ({"echo.nope": "x"}, "prompts.echo.nope: echo has no step 'nope'"),
+    ({"echo.recite": "{% block user %}{{ name }{% endblock %}"}, "prompts.echo.recite: line 1: syntax error"),
+    ({"echo.anchor": "{% block user %}{{ message }}{% endblock %}"},
+     "prompts.echo.anchor: leaves out the required variable 'marker'"),
+    ({"echo.recite": {"file": "missing.j2"}}, "prompts.echo.recite.file: no such file"),
+])
+def test_a_bad_echo_override_is_refused_before_anything_is_written(tmp_path, prompts, field):
+    from tests.runs.test_run_outcomes import rwb, write
+
+    config = write(tmp_path, "c.json", {**sample(), "prompts": prompts})
+    out = rwb("run", config, "--project", str(tmp_path / "p.rwb"))
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert out.returncode == 2 and len(lines) == 1 and field in lines[0], out.stderr
+    assert not (tmp_path / "p.rwb").exists() and out.stdout == ""

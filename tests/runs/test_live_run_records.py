@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from workbench.core.errors import InputError
-from workbench.core.project import calls, escalations, run_configs
+from workbench.core.project import _sql, calls, escalations, panel, run_configs
 from workbench.core.project.store import Store
 from workbench.core.runs.config import parse_run_config
 from workbench.core.runs.templates import TEMPLATES
@@ -108,3 +108,27 @@ def test_saved_configurations_round_trip_and_new_ones_come_from_the_panel(store)
     fresh = run_configs.panel_config(store, "cons", query="Q?", seed=3)
     assert fresh == {"protocol": "cons", "query": "Q?", "seed": 3, "providers": {}, "clusters": []}
     assert run_configs.batch_ids(store, ["a", "b"]) == {}
+
+
+def test_tau_theta_and_weighting_are_the_projects_in_one_place(store):
+    """A saved RCP configuration follows the project's settings (Clusters & Agents), whatever it
+    was saved with; a document from elsewhere keeps its own until it is saved in the project."""
+    from workbench.core.project import panel_edits
+    from workbench.core.project.panel import run_config_from_project
+
+    doc = TEMPLATES["rcp-advocate-critic"].run_config()
+    panel_edits.apply_run_config(store, {**doc, "tau": 0.6}, save_as="Template")
+    [saved] = [c for c in panel.saved_configs(store) if c.name == "Template"]
+    assert "tau" not in _sql.get(store, "protocol_configs", saved.id)["config_json"]  # the project holds it
+    panel_edits.set_tau(store, 0.7)
+    panel_edits.set_theta(store, 0.55)
+    assert run_configs.saved_config_document(store, saved.id)["tau"] == 0.7
+    cfg = run_config_from_project(store, saved.id)
+    assert (cfg.tau, cfg.theta) == (0.7, 0.55)
+    assert run_configs.panel_config(store, "rcp")["tau"] == 0.7
+    # Saved from a file that set its own tau: in the project, the project's applies.
+    config_id, _ = run_configs.save_config(store, "From a file", {**doc, "tau": 0.9, "theta": 0.8})
+    assert "tau" not in _sql.get(store, "protocol_configs", config_id)["config_json"]
+    assert run_configs.saved_config_document(store, config_id)["tau"] == 0.7
+    # Another protocol has no tau: nothing is added to it.
+    assert "tau" not in run_configs.panel_config(store, "cons", query="Q?")

@@ -89,3 +89,39 @@ def test_without_a_keyring_backend_the_status_says_so():
         with pytest.raises(RuntimeError, match="refused"):
             keystore.store_key("openai", "sk-secret-0123456789")
         assert not keystore.has_key("openai")
+
+
+def test_the_key_variables_known_without_litellm_are_litellms_own(monkeypatch):
+    """probe.KEY_VARIABLES says "no key" at once without importing litellm: it must name the very
+    variables litellm reads (checked against the pinned release)."""
+    import os
+
+    import litellm
+
+    from workbench.services.llm.probe import KEY_VARIABLES, key_variables
+
+    for name in {n for names in KEY_VARIABLES.values() for n in names}:
+        monkeypatch.delenv(name, raising=False)
+    for prefix, names in KEY_VARIABLES.items():
+        found = litellm.validate_environment(model=f"{prefix}/some-model")
+        assert sorted(found["missing_keys"]) == sorted(names), prefix
+    assert key_variables("gpt-4o-mini") == ("OPENAI_API_KEY",) and key_variables("ollama/llama3") == ()
+    assert os.environ.get("OPENAI_API_KEY") is None
+
+
+def test_missing_credentials_are_found_without_the_network(monkeypatch):
+    from workbench.services.llm.probe import missing_credentials
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("RWB_TEST_KEY", raising=False)
+    cloud = {"name": "gpt", "model": "openai/gpt-4o-mini"}
+    assert "OPENAI_API_KEY, which is not set" in missing_credentials(cloud)
+    assert missing_credentials(cloud, api_key="sk-typed-0123456789") is None  # a key typed in the dialog
+    named = {**cloud, "key_env": "RWB_TEST_KEY"}
+    assert "RWB_TEST_KEY is not set" in missing_credentials(named)
+    monkeypatch.setenv("RWB_TEST_KEY", "sk-test-0123456789")
+    assert missing_credentials(named) is None
+    assert missing_credentials({"name": "local", "model": "openai/m", "api_base": "http://127.0.0.1:1/v1"}) is None
+    assert missing_credentials({"name": "sim", "model": "sim"}) is None
+    assert missing_credentials({"name": "x", "model": "somecloud/m"}) is None  # not known here: the probe decides
+    assert missing_credentials({**cloud, "key_keyring": "gpt"}, keyring=False) is None  # left to the worker

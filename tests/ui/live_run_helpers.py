@@ -17,6 +17,7 @@ RUN_MS = 60_000  # a whole run (the Echo template makes 122 calls; litellm's fir
 
 
 def panel_of(window):
+    window.show_panel("liveRunPanel")  # (the Run workspace)
     return window.panels["liveRunPanel"]
 
 
@@ -168,7 +169,15 @@ def click_call(qtbot, panel, call_id: int) -> None:
 
 
 def click(qtbot, widget) -> None:
-    qtbot.mouseClick(widget, Qt.MouseButton.LeftButton)
+    """Click ``widget`` as a user does: a check box or a radio button on its box (in a wide panel
+    the widget runs far past its label, and a click there toggles nothing)."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QCheckBox, QRadioButton
+
+    if isinstance(widget, (QCheckBox, QRadioButton)):
+        qtbot.mouseClick(widget, Qt.MouseButton.LeftButton, pos=QPoint(widget.height() // 2, widget.height() // 2))
+    else:
+        qtbot.mouseClick(widget, Qt.MouseButton.LeftButton)
 
 
 def type_into(qtbot, widget, text: str) -> None:

@@ -19,13 +19,59 @@ def click(qtbot, widget) -> None:
     qtbot.mouseClick(widget, Qt.MouseButton.LeftButton)
 
 
-def teach(qtbot, window, panel) -> dict:
+def teach(qtbot, window, panel, *, play: bool = True) -> dict:
+    """Click the teaching scenario and wait for its run; then Play the whole story."""
     qtbot.waitUntil(panel.teach_button.isEnabled, timeout=WAIT_MS)
     with qtbot.waitSignal(window.runs.finished, timeout=RUN_MS) as finished:
         click(qtbot, panel.teach_button)
-    qtbot.waitUntil(lambda: "The run is completed" in panel.story(), timeout=WAIT_MS)
     qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
+    if play:
+        panel.play_ms = 20  # a room would read each step for seconds; the test need not
+        qtbot.waitUntil(panel.play_button.isEnabled, timeout=WAIT_MS)
+        click(qtbot, panel.play_button)
+        qtbot.waitUntil(lambda: "The run is completed" in panel.story(), timeout=WAIT_MS)
+        qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
     return finished.args[0]
+
+
+def test_the_teaching_scenario_waits_at_each_step_until_next(qtbot, window, tmp_path, open_project):
+    path = empty_project(tmp_path)
+    open_project(path)
+    panel = anchors(window)
+    summary = teach(qtbot, window, panel, play=False)
+    assert summary["status"] == "completed"
+    # The run is over and every read has landed, yet the story is at its first step.
+    assert panel.step_key == "start" and panel.story().startswith("1. Starting")
+    assert "Step 1 of 4" in panel.step_label.text()
+    for key in ("loss", "detection"):
+        qtbot.waitUntil(panel.next_step_button.isEnabled, timeout=WAIT_MS)
+        click(qtbot, panel.next_step_button)
+        assert panel.step_key == key
+    # At the detection: the failed check is the last on screen, no restoration yet, and it stays so.
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
+    panel.refresh()
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
+    assert panel.step_key == "detection" and "3. Loss detected" in panel.story()
+    assert "Restored" not in panel.story() and panel.log.count() == 0
+    assert panel.diagram.current is None and "Degraded" in panel.agent_card.text()
+    click(qtbot, panel.next_step_button)
+    assert panel.step_key == "restoration" and "4. Restored" in panel.story()
+    assert panel.log.count() > 0 and panel.diagram.current == "resume"
+    assert not panel.next_step_button.isEnabled() and not panel.play_button.isEnabled()
+
+
+def test_pressing_the_scenario_again_replays_its_run_rather_than_adding_one(qtbot, window, tmp_path, open_project):
+    path = empty_project(tmp_path)
+    open_project(path)
+    panel = anchors(window)
+    teach(qtbot, window, panel)
+    assert panel.step_key == "restoration"
+    before = read(path, "SELECT count(*) AS n FROM runs")[0]["n"]
+    click(qtbot, panel.teach_button)  # no run starts: the story starts over on the same run
+    qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)
+    assert panel.step_key == "start" and not window.runs.running
+    assert read(path, "SELECT count(*) AS n FROM runs")[0]["n"] == before == 1
+    assert read(path, "SELECT label FROM runs") == [{"label": "Teaching scenario"}]
 
 
 def test_teaching_scenario_shows_a_detected_loss_and_a_restoration_within_its_run(qtbot, window, tmp_path,
@@ -37,7 +83,7 @@ def test_teaching_scenario_shows_a_detected_loss_and_a_restoration_within_its_ru
     assert summary["status"] == "completed"
     story = panel.story()
     assert "1. Starting a simulated RCP run wrapped in Resonance Echo" in story
-    assert "2. Loss detected" in story and "3. Restored" in story
+    assert "2. The marker is lost" in story and "3. Loss detected" in story and "4. Restored" in story
     run_id = summary["run_id"]
     assert panel.view.run_id == run_id and panel.agent_box.currentText() == "c1"
     c1 = panel.current_agent()

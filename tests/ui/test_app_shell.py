@@ -442,18 +442,25 @@ def test_the_protocol_notes_open_rendered_beside_the_window(qtbot, window):
     notes = window.show_protocols()
     assert notes.isVisible() and not notes.isModal()
     text = notes.browser.toPlainText()
-    assert "Protocol engines: the rules, in plain words" in text
-    assert "Resonant Consensus Protocol" in text and "# " not in text.splitlines()[0]
-    # The Contents' links lead to their headings (Qt's Markdown gives headings no anchors).
+    # A page for users, shipped with the program: what each protocol measures and how to read it.
+    assert notes.path.parent.name == "help" and notes.path.is_file()
+    assert text.splitlines()[0] == "Protocol notes" and "# " not in text.splitlines()[0]
+    for protocol in ("Resonant Consensus (RCP)", "Consensus Server findings", "CONS", "ARM", "Resonance Echo"):
+        assert protocol in text
+    assert "How to read it" in text and "positive consensus" in text
+    # No developer's material: no module path, no source file, no file outside the checkout.
     import re
 
+    assert not re.search(r"workbench/|\.py\b|core/protocols|shared/|SPEC §|seeds/", text), \
+        re.search(r"workbench/|\.py\b|core/protocols|shared/|SPEC §|seeds/", text)
+    # The Contents' links lead to their headings (Qt's Markdown gives headings no anchors).
     fragments = re.findall(r"\]\(#([\w-]+)\)", notes.path.read_text(encoding="utf-8"))
     assert len(fragments) >= 6
     for fragment in fragments:
         assert notes.go_to(fragment), fragment
-    assert notes.go_to("resonance-echo") and notes.browser.textCursor().block().text() == "Resonance Echo"
+    assert notes.go_to("resonant-consensus-rcp")
+    assert notes.browser.textCursor().block().text() == "Resonant Consensus (RCP)"
     assert not notes.go_to("no-such-heading")
-    assert "From the <reference> perspective" in text  # text, not swallowed as an HTML tag
 
 
 # ----- glyphs and fonts --------------------------------------------------------------------------
@@ -530,9 +537,8 @@ from PySide6.QtWidgets import QTabBar
 status = w.statusBar().geometry()
 out["stray_bars"] = [b.geometry().getRect() for b in w.findChildren(QTabBar, options=Qt.FindChildOption.FindDirectChildrenOnly)
                      if b.isVisible() and (b.geometry().intersects(status) or not w.rect().contains(b.geometry()))]
-clusters = w.docks["clustersPanel"].geometry()
-out["clusters_dock"] = [clusters.top(), clusters.bottom(), status.top()]
-out["corner"] = w.corner(Qt.Corner.BottomLeftCorner) == Qt.DockWidgetArea.LeftDockWidgetArea
+front = w.docks["quadrantPanel"].geometry()  # the Results workspace's dock in front
+out["front_dock"] = [front.top(), front.bottom(), status.top()]
 pump(0.2)
 out["after_notices"] = size(w)
 out["minimum_after"] = [w.minimumSizeHint().width(), w.minimumSizeHint().height()]
@@ -566,10 +572,10 @@ def test_the_window_fits_a_1280x720_projector_and_keeps_its_size(tmp_path):
     assert out["minimum_after"][0] <= width and out["minimum_after"][1] <= height
     assert out["history"] == 10
     assert out["restarted"] == [width, height] and all(abs(d) <= 8 for d in out["moved"]), out
-    # Clusters & Agents runs the window's height (the left area owns the bottom-left corner),
-    # and no tab bar left over from building the default layout sits over the status bar.
-    top, bottom, status_top = out["clusters_dock"]
-    assert out["corner"] and bottom >= status_top - 12 and bottom - top >= 0.75 * height, out
+    # The workspace's dock in front runs the window's height (its tab group's bar below it), and
+    # no tab bar left over from building the layout sits over the status bar.
+    top, bottom, status_top = out["front_dock"]
+    assert bottom >= status_top - 40 and bottom - top >= 0.75 * height, out
     assert out["stray_bars"] == [], out
 
 

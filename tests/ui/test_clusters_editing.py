@@ -97,6 +97,7 @@ def demo(tmp_path, open_project):
 
 @pytest.fixture
 def panel(window):
+    window.show_panel("clustersPanel")  # (the Design workspace)
     return window.panels["clustersPanel"]
 
 

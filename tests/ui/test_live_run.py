@@ -20,6 +20,7 @@ from workbench.core.project import _sql
 
 
 def panel_of(window):
+    window.show_panel("liveRunPanel")  # (the Run workspace)
     return window.panels["liveRunPanel"]
 
 
@@ -237,7 +238,8 @@ def test_the_runs_and_calls_tables_sort_filter_and_copy(qtbot, window, tmp_path,
     qtbot.waitUntil(lambda: len(table_rows(panel.runs_table)) == 2, timeout=WAIT_MS)
     qtbot.waitUntil(window.reads_idle, timeout=WAIT_MS)  # the shown run's calls too
     runs = panel.runs_table
-    assert runs.as_text().splitlines()[0] == "Run\tSIM\tStatus\tProtocol\tLabel\tStarted\tCalls\tFailed\tInvalid"
+    # A run by its label, protocol and start time first (issue 26); its id last.
+    assert runs.as_text().splitlines()[0] == "Run\tSIM\tStatus\tProtocol\tStarted\tCalls\tFailed\tInvalid\tLabel\tId"
     calls = panel.calls_table
     calls.filter.setText("generate")
     assert calls.visible_rows() == 6

@@ -96,7 +96,9 @@ def test_an_arm_batch_runs_to_completion_from_the_gui(qtbot, window, tmp_path, o
     assert [r["status"] for r in stored] == ["completed", "completed"]
     assert {r["batch_id"] for r in stored} == {summary["batch_id"]}
     assert started == [r["id"] for r in stored]  # each run of the batch was shown as it began
-    assert [r["label"].split(" · ")[0] for r in stored] == ["Q1", "Q2"]
+    # Each run keeps the configured label, then says where it sits in the batch.
+    assert [r["label"].split(" · ")[1] for r in stored] == ["Q1", "Q2"]
+    assert all(r["label"].startswith("ARM mesh with a silent baseline (simulated) · ") for r in stored)
     assert panel.selected_run()["id"] == stored[-1]["id"] and panel.selected_run()["batch_id"] == summary["batch_id"]
     assert "Batch " + summary["batch_id"] + " completed: 2 of 2 runs" in panel.progress_label.text()
 

@@ -40,7 +40,9 @@ def test_window_has_the_file_menu_and_a_dock_per_panel(window):
         assert item in file_items
     titles = sorted(d.windowTitle().replace("&&", "&") for d in window.findChildren(QDockWidget))
     assert titles == sorted(PANEL_TITLES)
-    assert all(not d.isHidden() for d in window.docks.values())
+    # The workspace shown (Results, on a first start) shows its docks, and only those.
+    shown = {name for name, dock in window.docks.items() if not dock.isHidden()}
+    assert shown == set(window.workspaces.workspace.panels) and window.workspaces.current == "results"
     assert "No project open" in window.project_label.text()
 
 
@@ -66,6 +68,7 @@ def test_new_project_save_as_and_reopen(qtbot, window, tmp_path, monkeypatch):
     window.action_close.trigger()
     assert window.model.store is None
     assert cluster_names(window) == []
+    window.show_panel("clustersPanel")  # (in the Design workspace)
     assert window.panels["clustersPanel"].empty_label.isVisible()
 
     monkeypatch.setattr(prompts, "open_project_path", lambda *a: second)
@@ -159,14 +162,17 @@ def test_layout_and_recent_files_persist_in_qsettings(qtbot, tmp_path, open_proj
     path = tmp_path / "p.rwb"
     Store.create(path).close_connection()
     open_project(path)
-    window.docks["quadrantPanel"].hide()
+    window.docks["quadrantPanel"].hide()  # in Results
+    window.workspaces.switch("audit")
     window.close()
 
     again = MainWindow(ProjectModel(), AppSettings())
     qtbot.addWidget(again)
     again.show()
-    assert again.docks["quadrantPanel"].isHidden()
+    assert again.workspaces.current == "audit"  # where the window was left
     assert not again.docks["traceInspectorPanel"].isHidden()
+    again.workspaces.switch("results")  # its own arrangement, as it was left
+    assert again.docks["quadrantPanel"].isHidden() and not again.docks["driftPanel"].isHidden()
     assert again.settings.recent_files()[0] == path
     again.close()
 
@@ -185,7 +191,7 @@ def test_clusters_table_sorts_filters_and_copies(qtbot, window, tmp_path, open_p
     table.filter.setText("saf")
     assert table.visible_rows() == 1
     assert table.as_text().splitlines() == ["Cluster\tReference\tθ\tWeight\tAgents\tDescription",
-                                            "safety\t\tglobal\t1.0\t1\t"]
+                                            "safety\t\t0.5 (project)\t1.0\t1\t"]  # the project's θ, in sight
 
 
 def test_import_arm_traces_from_the_file_menu(qtbot, window, tmp_path, open_project, monkeypatch, corpus_dir):
@@ -223,6 +229,7 @@ def test_a_panel_whose_read_waits_keeps_its_view_and_the_window_goes_on(qtbot, w
     add_cluster(store, "advocate")(store)
     store.close_connection()
     open_project(path)
+    window.show_panel("clustersPanel")
     panel = window.panels["clustersPanel"]
     assert cluster_names(window) == ["advocate"]
 

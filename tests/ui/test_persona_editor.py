@@ -24,6 +24,7 @@ def stored_params(path: Path, agent: str) -> dict:
 
 
 def editor_for(window, agent: str) -> PersonaEditor:
+    window.show_panel("clustersPanel")  # (the Design workspace)
     panel = window.panels["clustersPanel"]
     assert panel.select_agent(agent)
     assert panel.persona.agent_id == agent

@@ -18,7 +18,7 @@ from workbench.commands.io import print_json, read_json
 
 def _add_metrics(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE",
-                   help="an ARM trace JSON (v0.6, v0.7.1, arm-trace-v1.2/v1.3, or a workbench export), or -")
+                   help="an ARM trace JSON (v0.6, v0.7.1, arm-trace-v1.1 and later, or a workbench export), or -")
 
 
 def _run_metrics(args: argparse.Namespace) -> int:
@@ -36,8 +36,9 @@ def _run_metrics(args: argparse.Namespace) -> int:
 
 
 def _unexplained(report: dict) -> int:
-    """SPEC §6: exit 1 when a stored value differs from the recomputed one and no older rule of
-    the file's own build explains it; the reason is one line on stderr."""
+    """SPEC §6: exit 1 when a stored value differs from its recomputation under the rules of the
+    trace's own version (SPEC §11); the reason is one line on stderr. A value only today's rules
+    would give differently (``today``) is information, not a difference."""
     import sys
 
     from workbench.core.protocols.arm.stored import unexplained
@@ -48,8 +49,8 @@ def _unexplained(report: dict) -> int:
     shown = ", ".join(f"{s.get('metric')} (stored {s.get('stored')!r}, recomputed {s.get('recomputed')!r})"
                       for s in found[:3])
     more = f" and {len(found) - 3} more" if len(found) > 3 else ""
-    print(f"rwb arm metrics: {len(found)} stored value(s) differ from the recomputed ones with no "
-          f"explanation: {shown}{more}", file=sys.stderr)
+    print(f"rwb arm metrics: {len(found)} stored value(s) differ from their recomputation under the "
+          f"rules of the trace's own version: {shown}{more}", file=sys.stderr)
     return 1
 
 
@@ -104,8 +105,10 @@ def _run_export(args: argparse.Namespace) -> int:
         store.close_connection()
     if args.out:
         write_output(args.out, text, force=args.force)
-    else:
-        print(text)
+    else:  # ARM's JSON.stringify leaves C1 and bidi controls raw: escaped for the terminal, same JSON
+        from workbench.core.safe_output import JSON_UNSAFE, json_escape
+
+        print(JSON_UNSAFE.sub(json_escape, text))
     return 0
 
 

@@ -12,6 +12,7 @@ import importlib
 import sys
 
 from workbench.commands.io import print_json, read_json
+from workbench.core.limits import printable
 
 # Engine modules under workbench.core.protocols; each exposes classify_payload(payload).
 ENGINES = {"rcp": "rcp.classify", "findings": "findings.book", "cons": "cons.tally"}
@@ -36,18 +37,20 @@ def run(args: argparse.Namespace) -> int:
     # Legal but doubtful settings (e.g. a tau that leaves the polar tiers empty) go to stderr,
     # so stdout stays the exact JSON contract.
     for warning in getattr(engine, "config_warnings", lambda _p: [])(payload):
-        print(f"rwb classify {args.protocol}: warning: {warning}", file=sys.stderr)
+        print(f"rwb classify {args.protocol}: warning: {printable(warning)}", file=sys.stderr)
     return _attention(args.protocol, result)
 
 
-#: CONS verdicts that need the user's attention: exit 1 (SPEC §6). RCP and findings never do.
+#: Verdicts that need the user's attention: exit 1 (SPEC §6). Only CONS gives a verdict; RCP's and
+#: the findings' results (lists of states and scores) never need it.
 ATTENTION_VERDICTS = ("CONTESTED", "INSUFFICIENT_EVIDENCE")
 
 
 def _attention(protocol: str, result: object) -> int:
-    """1 with a one-line reason on stderr when the answer needs attention, else 0."""
-    if protocol == "cons" and isinstance(result, dict) and result.get("verdict") in ATTENTION_VERDICTS:
+    """1 with a one-line reason on stderr when the answer is a verdict that needs attention, else 0."""
+    if isinstance(result, dict) and result.get("verdict") in ATTENTION_VERDICTS:
         reason = " ".join(str(result.get("verdictReason") or "").split())
-        print(f"rwb classify cons: {result['verdict']}: {reason or 'no verdict reached'}", file=sys.stderr)
+        print(f"rwb classify {protocol}: {result['verdict']}: {printable(reason) or 'no verdict reached'}",
+              file=sys.stderr)
         return 1
     return 0

@@ -106,7 +106,9 @@ def run_verify(args: argparse.Namespace) -> int:
     if not result.verified:
         import sys
 
-        print(f"rwb echo verify: not verified: {' '.join(str(result.reason).split())}", file=sys.stderr)
+        from workbench.core.limits import printable
+
+        print(f"rwb echo verify: not verified: {printable(' '.join(str(result.reason).split()))}", file=sys.stderr)
         return 1
     return 0
 
@@ -121,7 +123,9 @@ def run_footer(args: argparse.Namespace) -> int:
     except FooterError as exc:  # the answer is "no trusted footer": exit 1 with the reason
         import sys
 
-        print(f"rwb echo: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        from workbench.core.limits import printable
+
+        print(f"rwb echo: error: {printable(' '.join(str(exc).split()))}", file=sys.stderr)
         return 1
     print_json({**footer.model_dump(), "line": line})
     return 0

@@ -7,7 +7,11 @@ exhausting memory or the stack.
 
 Output files are written the safe way (:func:`write_output`): under a temporary name beside the
 destination, then moved into place in one step, and an existing file is replaced only with
-``--force``. A folder, a named pipe or a device is never a destination.
+``--force``. A folder, a named pipe, a device or a symbolic link is never a destination.
+
+What goes to stdout is untrusted text made safe for a terminal (SPEC §11,
+:mod:`workbench.core.safe_output`): JSON with every control character escaped (:func:`print_json`),
+documents with them shown as ``\x1b`` (:func:`print_document`).
 """
 
 from __future__ import annotations
@@ -85,14 +89,46 @@ def read_json(source: str) -> object:
 
 
 def print_json(value: object) -> None:
-    json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
-    sys.stdout.write("\n")
+    """``value`` as indented JSON on stdout; a control character in a string is a ``\\uXXXX`` escape."""
+    from workbench.core.safe_output import json_text
+
+    sys.stdout.write(json_text(value, indent=2) + "\n")
+
+
+def print_document(text: str) -> None:
+    """A document (a report, a CSV, a table) on stdout: newlines and tabs kept, any other control
+    character shown as an escape (``\\x1b``). ``--out`` writes the exact text instead."""
+    from workbench.core.safe_output import for_terminal
+
+    sys.stdout.flush()
+    sys.stdout.buffer.write(for_terminal(text).encode("utf-8"))  # UTF-8 whatever the locale, as --out writes
+    sys.stdout.flush()
+
+
+def refuse_link(path: str) -> None:
+    """A symbolic link at ``--out`` is refused, ``--force`` or not: replacing the file it points to
+    writes wherever the link's maker chose (another user's file, a config), and replacing the
+    link itself is not what its owner asked for either."""
+    if os.path.islink(path):
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:  # a dangling link
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
+            from workbench.core.project.files import kind_of_file
+
+            to = f" to {kind_of_file(mode)}"
+        else:
+            to = ""
+        raise InputError("--out", f"{path} is a symbolic link{to}; give the path of a file "
+                                  "(a link is never written through)")
 
 
 def check_output(path: str, *, force: bool = False) -> None:
     """Refuse an ``--out`` path early (before any work): what :func:`write_output` would refuse."""
     from workbench.core.project.files import ProjectError, check_destination
 
+    refuse_link(path)
     try:
         check_destination(Path(path), overwrite=force)
     except ProjectError as exc:
@@ -104,7 +140,8 @@ def write_output(path: str, data: str | bytes, *, force: bool = False) -> Path:
 
     - An existing file is replaced only with ``force`` (``--force``); without it the command
       stops with exit 2 and the file is left exactly as it was.
-    - A folder, a named pipe, a socket or a device is never written, ``force`` or not.
+    - A folder, a named pipe, a socket, a device or a symbolic link is never written, ``force`` or
+      not (a link is never followed: nothing is written outside the path given).
     - The text goes to a temporary file beside the destination, flushed to disk, then moved into
       place in one step: a crash leaves either the old file or the new one, never half of one.
     - A replaced file keeps its permissions; a new one gets the usual ones (0666 less the umask).
@@ -114,9 +151,8 @@ def write_output(path: str, data: str | bytes, *, force: bool = False) -> Path:
     from workbench.core.project.files import ProjectError, check_destination, publish, temporary_beside
 
     target = Path(path)
+    refuse_link(path)
     try:
-        if target.is_symlink() and force:  # replace the file the link points to, not the link
-            target = Path(os.path.realpath(target))
         check_destination(target, overwrite=force)
     except ProjectError as exc:
         raise InputError("--out", str(exc)) from None

@@ -114,6 +114,9 @@ class Progress:
             self._write(progress_line(*self._state))
 
     def _write(self, text: str, keep: bool = False) -> None:
+        from workbench.core.limits import printable
+
+        text = printable(text)  # agent names and Echo messages: one line, no terminal controls
         if self.tty:
             self.stream.write("\r" + text.ljust(self._width) + ("\n" if keep else ""))
             self._width = 0 if keep else len(text)

@@ -59,6 +59,9 @@ def run_demo(args: argparse.Namespace) -> int:
     from workbench.services.runs.demo_runs import populate
 
     if args.out:
+        from workbench.commands.io import refuse_link
+
+        refuse_link(args.out)  # never written through, --force or not (SPEC §11)
         print(build_demo(Path(args.out), overwrite=args.force, populate=populate))
     else:
         print(build_default_demo(demo_path(), populate=populate))

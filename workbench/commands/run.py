@@ -58,6 +58,8 @@ DECISIONS_HELP = ("a JSON file of the conductor's decisions, by CONS question id
 
 # SPEC §6: the first of 2, 4, 3, 1, 0 that applies wins; Ctrl-C is 130.
 PRECEDENCE = (2, 4, 3, 1, 0)
+# Verdicts that leave a person a decision to make (SPEC §6: exit 1), as ``rwb classify`` has them.
+ATTENTION_VERDICTS = ("CONTESTED", "INSUFFICIENT_EVIDENCE")
 INTERRUPTED_BY_USER = 130
 
 
@@ -80,11 +82,12 @@ def exit_code(summary: dict) -> tuple[int, str]:
     if status == "interrupted":
         return 3, (f"run {summary.get('run_id')} stopped before its end ({summary.get('error') or 'interrupted'}); "
                    f"rwb resume {summary.get('run_id')} finishes it")
-    cons = summary.get("cons") or {}
-    if cons.get("verdict") in ("CONTESTED", "INSUFFICIENT_EVIDENCE") and cons.get("escalations") \
-            and not cons.get("humanDecision"):
-        reasons = ", ".join(sorted({e.get("reason", "?") for e in cons["escalations"]}))
-        return 1, f"question {cons.get('questionId')} ended {cons['verdict']} with an escalation left open ({reasons})"
+    for part in summary.values():  # a protocol's verdict that a person must still settle (CONS's)
+        if isinstance(part, dict) and part.get("verdict") in ATTENTION_VERDICTS and part.get("escalations") \
+                and not part.get("humanDecision"):
+            reasons = ", ".join(sorted({e.get("reason", "?") for e in part["escalations"]}))
+            return 1, (f"question {part.get('questionId')} ended {part['verdict']} with an escalation left open "
+                       f"({reasons})")
     return 0, ""
 
 
@@ -134,13 +137,16 @@ def _execute(store, runner_call, quiet: bool, manual=None) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
         progress.close()
-    print(json.dumps(summary, ensure_ascii=False), flush=True)
+    from workbench.core.limits import printable
+    from workbench.core.safe_output import json_text
+
+    print(json_text(summary), flush=True)  # a provider's error text is untrusted: no control reaches the terminal
     if cancel.is_set():
         print(f"rwb: interrupted; rwb resume {summary.get('run_id')} finishes the run", file=sys.stderr)
         return INTERRUPTED_BY_USER
     code, why = exit_code(summary)
     if why:
-        print(f"rwb: {why}", file=sys.stderr)
+        print(f"rwb: {printable(why)}", file=sys.stderr)
     return code
 
 
@@ -375,7 +381,7 @@ def run_runs(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from workbench.commands.io import check_output, write_output
+    from workbench.commands.io import check_output, print_document, write_output
     from workbench.core.project.export import export_bytes
     from workbench.core.project.store import Store
 
@@ -386,9 +392,8 @@ def run_export(args: argparse.Namespace) -> int:
         data = export_bytes(store, args.run_id, args.format)  # the bytes the GUI's Export writes too
     finally:
         store.close_connection()
-    if args.out:
+    if args.out:  # the exact text (CSV formulas made inert, SPEC §11)
         write_output(args.out, data, force=args.force)
-    else:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
+    else:  # a terminal's controls in model text are shown as escapes (docs/reports.md)
+        print_document(data.decode("utf-8"))
     return 0

@@ -34,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from workbench.core.errors import InputError
     from workbench.core.project.store import Store
-    from workbench.services.mcp.server import configure_logging
+    from workbench.services.mcp.logs import configure_logging
 
     if not 0 <= args.port <= 65535:
         raise InputError("--port", f"must be from 0 to 65535, not {args.port}")
@@ -54,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
     if store.read_only:
         import sys
 
-        print(f"rwb serve-mcp: {store.report.read_only_reason} Votes cannot be stored; reads still work.",
+        from workbench.core.limits import printable
+
+        print(f"rwb serve-mcp: {printable(store.report.read_only_reason)} Votes cannot be stored; reads still work.",
               file=sys.stderr)
     if args.http:
         from workbench.services.mcp.http import serve_http

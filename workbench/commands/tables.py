@@ -1,8 +1,13 @@
-"""Plain-text tables for the terminal (``rwb runs``): aligned columns, long cells cut with "…"."""
+"""Plain-text tables for the terminal (``rwb runs``): aligned columns, long cells cut with "…".
+
+A cell may hold text from outside (a run's label, a provider's error): any control character in
+it is shown as an escape (``\x1b``), so a cell never recolours the terminal or starts a line."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from workbench.core.limits import printable
 
 STATUS_WORDS = {"stopped_at_cap": "stopped at cap"}
 
@@ -11,7 +16,7 @@ def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, max_widt
     limits = max_width or {}
 
     def fit(i: int, value: str) -> str:
-        value = " ".join(str(value).split())
+        value = printable(" ".join(str(value).split()))
         cap = limits.get(i)
         return value if cap is None or len(value) <= cap else value[:cap - 1] + "…"
 

@@ -22,6 +22,8 @@ all read their limits from here.
 from __future__ import annotations
 
 import hashlib
+import re
+import unicodedata
 from collections.abc import Iterable, Sized
 
 from workbench.core.errors import InputError
@@ -177,3 +179,77 @@ def clip_reply(text: str | None, limit: int = MAX_REPLY_CHARS) -> tuple[str | No
             "note": f"reply cut for storage: {len(text):,} characters, the first {limit:,} kept "
                     "(docs/limits.md)"}
     return text[:limit], note
+
+
+# ── names and ids: no control characters (SPEC §11) ──────────────────────────────────────────
+# A name is shown in terminals, logs, tables and the GUI, and some are read back as keys: one
+# that carries a newline forges log lines, an ESC rewrites the terminal, a bidi override makes
+# "abc" read as "cba". Refused where they are ids (check_name); escaped where text is shown
+# (printable). docs/limits.md "Names and ids" is the table.
+# Refused in a name: C0 controls, DEL and C1 controls; the bidi embeddings, overrides and isolates
+# and the implicit marks (LRM, RLM, ALM); the line and paragraph separators (a newline to some
+# terminals and to JavaScript); the BOM; lone surrogates (not encodable as UTF-8: a write to
+# stdout would raise). CONTROLS_ABOVE_C0 is the set without C0, which JSON escapes by itself.
+CONTROLS_ABOVE_C0 = "\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff\ud800-\udfff"
+_CONTROL_RE = re.compile(f"[\x00-\x1f{CONTROLS_ABOVE_C0}]")
+# printable(..., keep_lines=True): a newline and a tab lay text out; every other control is escaped.
+_CONTROL_BUT_LINES_RE = re.compile(f"[\x00-\x08\x0b-\x1f{CONTROLS_ABOVE_C0}]")
+# Characters that show nothing on their own: with only these, a name looks empty or like another.
+_INVISIBLE = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180e\u2800\u3164\uffa0") | {chr(c) for c in range(0xFE00, 0xFE10)}
+
+
+def _is_invisible(char: str) -> bool:
+    return char.isspace() or char in _INVISIBLE or unicodedata.category(char) == "Cf"
+
+
+def check_name(value: str) -> str:
+    """``value`` if it may serve as an id or a name, else ``ValueError`` (pydantic words it with the
+    field's path): no C0 or C1 control, DEL, bidi control, line or paragraph separator, BOM or lone
+    surrogate, and at least one visible character. The position is counted from 1, e.g.
+    ``must not contain control characters (U+000A at character 3)``."""
+    found = _CONTROL_RE.search(value)
+    if found:
+        raise ValueError(f"must not contain control characters (U+{ord(found.group()):04X} at character {found.start() + 1})")
+    if value and all(_is_invisible(char) for char in value):
+        raise ValueError("must contain a visible character (it has only spaces or invisible characters)")
+    return value
+
+
+def _escape(found: re.Match) -> str:
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str, *, keep_lines: bool = False) -> str:
+    """``text`` safe to show on a terminal or in a log line: every character ``check_name`` refuses
+    is written as a Python-style escape (ESC as ``\\x1b``, U+202E as ``\\u202e``), so untrusted text
+    can neither move the cursor, recolour, reorder, nor start a new line. With ``keep_lines``, a
+    newline and a tab are kept (a Markdown or CSV document on stdout keeps its layout)."""
+    return (_CONTROL_BUT_LINES_RE if keep_lines else _CONTROL_RE).sub(_escape, text)
+
+
+# ── bounds on configuration fields that had none (SPEC §11: every field from outside) ────────
+MAX_PARAMS = 100  # keys of an agent's ``params`` (the simulated persona has 13)
+MAX_CONTEXT_CHARS = 20_000  # a finding's ``context``, as JSON: sent to every voter, like its claim
+MAX_CONTEXT_DEPTH = 8  # nesting of a finding's ``context`` (metadata, not a document)
+
+
+def check_context(value: object, field: str) -> None:
+    """A finding's ``context``: at most :data:`MAX_CONTEXT_DEPTH` levels deep and at most
+    :data:`MAX_CONTEXT_CHARS` characters as JSON (depth first, so a deep value is never serialised)."""
+    import json
+
+    depth, _ = json_shape(value, MAX_JSON_NODES)
+    if depth > MAX_CONTEXT_DEPTH:
+        raise InputError(field, f"nests too deeply ({depth:,} levels of arrays and objects; at most {MAX_CONTEXT_DEPTH:,})")
+    size = len(json.dumps(value, ensure_ascii=False, default=str))
+    if size > MAX_CONTEXT_CHARS:
+        raise InputError(field, too_long(size, MAX_CONTEXT_CHARS, "characters of JSON"))
+
+
+# ── the MCP server (rwb serve-mcp; docs/mcp.md "Untrusted clients") ──────────────────────────
+MAX_MCP_MESSAGE_BYTES = 1_048_576  # one JSON-RPC message (a stdio line, an HTTP body): the largest valid call is ~150 kB
+MAX_MCP_INITIALIZE_BYTES = 65_536  # an initialize request's params, as JSON: the SDK keeps them for the session's life
+MAX_CLIENT_INFO_BYTES = 4_096  # a client's clientInfo, as JSON (name, version, title, description, icons...)
+MAX_MCP_SESSIONS = 256  # Streamable HTTP sessions held at once (SPEC §11)
+MCP_SESSION_IDLE_S = 300.0  # an HTTP session with no request in flight for this long is closed (SPEC §11)

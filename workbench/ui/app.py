@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication
 
 from workbench.core.paths import APPLICATION, ORGANIZATION
 from workbench.services.project_model import ProjectModel
-from workbench.ui import theme
+from workbench.ui import theme, wheel_guard
 from workbench.ui.main_window import MainWindow
 from workbench.ui.settings import AppSettings
 
@@ -35,6 +35,7 @@ def create_application() -> QApplication:
     # Fusion, the bundled fonts (every glyph the UI draws) and the icon, before any widget exists;
     # the window then applies the remembered theme and zoom.
     theme.install(app)
+    wheel_guard.install(app)  # a wheel over an unfocused slider, spin box or combo scrolls the page
     return app  # type: ignore[return-value]
 
 

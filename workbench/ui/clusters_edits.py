@@ -33,6 +33,9 @@ class ClustersEdits:
     def set_tau(self, old: float, new: float) -> None:
         self._edit(f"Set τ to {new:g}", lambda s: pe.set_tau(s, new), lambda s: pe.set_tau(s, old))
 
+    def set_project_theta(self, old: float, new: float) -> None:
+        self._edit(f"Set the project's θ to {new:g}", lambda s: pe.set_theta(s, new), lambda s: pe.set_theta(s, old))
+
     def set_weighted(self, old: bool, new: bool) -> None:
         self._edit(f"{'Weight' if new else 'Stop weighting'} the clusters", lambda s: pe.set_weighted(s, new),
                    lambda s: pe.set_weighted(s, old))

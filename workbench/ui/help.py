@@ -19,11 +19,12 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMenu, QMenuBar, QPushButton
                                QTreeWidgetItem, QVBoxLayout, QWidget)
 
 import workbench
-from workbench.core.paths import docs_dir
+from workbench.core.paths import resources_dir
 
 DISTRIBUTION = "resonance-workbench"
-DOCS = docs_dir()  # the protocol notes ship inside the package too (core/paths.py)
-PROTOCOL_NOTES = DOCS / "protocols.md"
+# Help ▸ Protocol Notes is a page written for users (what each protocol measures and how to read it),
+# shipped with the resources; docs/protocols.md is the developers' account of the engines.
+PROTOCOL_NOTES = resources_dir() / "help" / "protocols.md"
 
 
 # ----- versions --------------------------------------------------------------------------------
@@ -100,7 +101,7 @@ class AboutWindow(QWidget):
 
 # ----- the protocol notes ----------------------------------------------------------------------
 class ProtocolsWindow(QWidget):
-    """docs/protocols.md, rendered: each engine's rules and the decisions taken where papers are silent."""
+    """The protocol notes for users, rendered: what each protocol measures and how to read it."""
 
     def __init__(self, parent: QWidget | None = None, path: Path = PROTOCOL_NOTES):
         super().__init__(parent, Qt.WindowType.Window)
@@ -120,8 +121,8 @@ class ProtocolsWindow(QWidget):
         try:
             text = self.path.read_text(encoding="utf-8")
         except OSError as exc:
-            text = (f"# Protocol notes\n\nThe notes could not be read from `{self.path}`: {exc.strerror or exc}.\n\n"
-                    "They are in `docs/protocols.md` in the workbench's source folder.")
+            text = (f"# Protocol notes\n\nThe notes could not be read ({exc.strerror or exc}): the workbench's "
+                    "installation may be incomplete. Reinstalling it puts them back.")
         # Literal "<reference>" in the notes is text, not HTML (as HTML it swallows what follows).
         features = QTextDocument.MarkdownFeature
         self.browser.document().setMarkdown(text, features.MarkdownDialectGitHub | features.MarkdownNoHTML)

@@ -1,13 +1,16 @@
-"""The main window: a tool window of docks over one shared ProjectModel.
+"""The main window: a tool window of docks over one shared ProjectModel, in workspaces.
 
-What it adds around the panels: the menus and their shortcuts (``window_menus``), one undo stack
-for configuration edits (``history``, given to every panel), the light and dark themes and the
-zoom (remembered), the one non-blocking message area with its history, and a status bar with the
-open project, its providers and the progress of any long action with its Cancel.
+What it adds around the panels: the workspaces (``workspaces``: Design, Run, Results, Audit and
+Teach, switched from the bar at its left edge), presenter mode (``presenter``), the menus and their
+shortcuts (``window_menus``), one undo stack for configuration edits (``history``, given to every
+panel), the light and dark themes and the zoom (remembered), the one non-blocking message area
+with its history, and a status bar with the open project, its providers and the progress of any
+long action with its Cancel.
 
-The window never grows by itself: the docks scroll their panel rather than impose its minimum
-size, the message area has a bounded height, and the status bar's labels elide. So the
-geometry it saves is the user's, and a 1280×720 projector fits it.
+The window never grows by itself, and its docks never move by themselves: the docks scroll their
+panel rather than impose its minimum size, the message area lies over the docks, and the status
+bar keeps one height and elides its labels. So the geometry it saves is the user's, and a
+1280×720 projector fits it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QEvent, QObject, QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QFont, QGuiApplication, QUndoStack
-from PySide6.QtWidgets import QApplication, QDockWidget, QFrame, QMainWindow, QScrollArea, QTabBar, QToolBar, QWidget
+from PySide6.QtWidgets import QApplication, QDockWidget, QFrame, QMainWindow, QScrollArea, QWidget
 
 from workbench.core.paths import APPLICATION
 from workbench.core.project.changes import Changes
@@ -31,14 +34,15 @@ from workbench.ui import prompts, theme
 from workbench.ui.panels import ALL_PANELS
 from workbench.ui.panels.base import Panel
 from workbench.ui.preload import import_in_background
+from workbench.ui.presenter import PresenterBar
 from workbench.ui.panels.live_run_panel import progress_text
 from workbench.ui.settings import AppSettings
-from workbench.ui.widgets.notices import NoticeArea
+from workbench.ui.widgets.notices import NoticeArea, NoticeOverlay
 from workbench.ui.widgets.status import ElidedLabel, JobStatus
 from workbench.ui.window_menus import WindowMenus
+from workbench.ui.workspaces import LAYOUT_VERSION, Workspaces
 
 APP_NAME = APPLICATION  # the window's title is the name the data folder uses
-LAYOUT_VERSION = 1  # bump when the set of docks changes, so an old saved layout is ignored
 PREFERRED_SIZE = QSize(1400, 880)
 FRAME_ALLOWANCE = QSize(16, 40)  # a window manager's border and title bar, not known before showing
 
@@ -63,16 +67,15 @@ class MainWindow(QMainWindow):
     zoom_changed = Signal(float)  # the new factor: plots scale their fonts and markers by it
     theme_changed = Signal(str)  # "light" or "dark"
     preloaded = Signal()  # emitted from the import thread (ui/preload.py): queued to this one
+    _type_scale = 1.0  # the type scale the window's widgets are at (type_scale.follow)
 
     def __init__(self, model: ProjectModel, settings: AppSettings, parent: QWidget | None = None):
         super().__init__(parent)
         self.model = model
         self.settings = settings
         self._status_reader = Reader(model.reads, self, name="read status")
-        self.persist_layout = True
-        self._auto_size_until = 0.0  # a smoke launch (bench/startup.py) leaves the user's layout alone
-        self._layout_sizing = True  # the default layout is being sized at start-up
-        self._startup_state = None  # that layout once sized: what View ▸ Reset layout gives back
+        self.persist_layout = True  # a smoke launch (bench/startup.py) leaves the user's layout alone
+        self.presenting = False  # presenter mode: larger type, high contrast (the Teach workspace)
         self._job_text = ""  # what the model is busy with, when this window asked for it
         self._job_cancel: threading.Event | None = None  # set by Cancel: the job stops between steps
         self.setWindowTitle(APP_NAME)
@@ -82,8 +85,10 @@ class MainWindow(QMainWindow):
 
         app = QApplication.instance()
         theme.install(app)
-        self.theme_name = theme.apply_theme(app, settings.theme() or theme.DEFAULT_THEME)
+        theme.set_presenter(False)  # (a window closed in presenter mode leaves it on in the module)
+        self.theme_name = theme.apply_theme(app, settings.theme() or theme.DEFAULT_THEME, high_contrast=False)
         self.zoom = theme.apply_zoom(app, settings.zoom())
+        self._type_scale = theme.type_scale()
         self._set_window_font()
 
         # The docks fill the window: the central widget is an empty, hidden placeholder.
@@ -118,13 +123,15 @@ class MainWindow(QMainWindow):
         self.panels["findingsPanel"].attach_runs(self.runs)  # type: ignore[attr-defined]  (re-research)
         self.panels["anchorsPanel"].attach(self.runs)  # type: ignore[attr-defined]  (the teaching scenario)
 
+        self.workspaces = Workspaces(self, self.docks)
+        self.presenter_bar = PresenterBar(self.workspaces, {n: p.TITLE for n, p in self.panels.items()}, self)
+        self.addToolBar(Qt.ToolBarArea.BottomToolBarArea, self.presenter_bar)
         self._build_notices()
         self.menus = WindowMenus(self)
         self._build_status_bar()
         self.setGeometry(fit_geometry(self._available()))
-        self._default_layout()
-        self._layout_restored = self._restore_layout()
-        self._layout_sizing = not self._layout_restored
+        self._restore_layout()
+        model.reveal_requested.connect(self._on_reveal_requested)
 
         model.opened.connect(self._on_opened)
         model.closed.connect(self._on_closed)
@@ -144,31 +151,27 @@ class MainWindow(QMainWindow):
         return scroll
 
     def _build_notices(self) -> None:
+        """The message area lies over the docks (a toast): a notice never moves a dock."""
         self.notices = NoticeArea(self)
-        bar = QToolBar("Messages", self)
-        bar.setObjectName("noticesBar")
-        bar.setMovable(False)
-        bar.setFloatable(False)
-        bar.toggleViewAction().setVisible(False)
-        bar.addWidget(self.notices)
-        bar.hide()
-        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
+        self._notices_bar = NoticeOverlay(self.notices, self, self._docks_room)
         self.notices.emptied.connect(self._on_notices_changed)
         self.notices.history_requested.connect(self.show_message_history)
-        self._notices_bar = bar
 
     def _on_notices_changed(self, empty: bool) -> None:
-        bar = self._notices_bar
-        bar.setVisible(not empty)
-        # A toolbar keeps the size its widget had when it was laid out: ask again, now and once
-        # the messages have their width (their height depends on it).
-        self._refit_notices()
-        QTimer.singleShot(0, self._refit_notices)
+        self._notices_bar.show_if(not empty)
+        if not empty:  # again once the messages have their width (their height depends on it)
+            QTimer.singleShot(0, self._notices_bar, self._notices_bar.place)
 
-    def _refit_notices(self) -> None:
-        bar = self._notices_bar
-        bar.layout().invalidate()
-        bar.updateGeometry()
+    def _docks_room(self) -> QRect:
+        """The part of the window the docks share: below the menu, above the status bar and
+        the presenter controls, right of the workspace bar."""
+        top = self.menuBar().geometry().bottom() + 1 if self.menuBar().isVisible() else 0
+        bottom = self.statusBar().geometry().top() if self.statusBar().isVisible() else self.height()
+        if self.presenter_bar.isVisible():
+            bottom = min(bottom, self.presenter_bar.geometry().top())
+        bar = self.workspaces.bar
+        left = bar.geometry().right() + 1 if bar.isVisible() else 0
+        return QRect(left, top, self.width() - left, bottom - top)
 
     def _build_status_bar(self) -> None:
         bar = self.statusBar()
@@ -184,6 +187,7 @@ class MainWindow(QMainWindow):
         bar.addWidget(self.project_label, 3)
         bar.addWidget(self.provider_label, 2)
         bar.addPermanentWidget(self.job)
+        self._fit_status_bar()
         self.runs.running_changed.connect(self._on_run_running_changed)
         self.runs.progressed.connect(self._on_run_progressed)
         self.runs.finished.connect(self._on_run_finished)
@@ -196,69 +200,23 @@ class MainWindow(QMainWindow):
         screen = self.screen() or QGuiApplication.primaryScreen()
         return screen.availableGeometry() if screen is not None else QRect(0, 0, 1280, 720)
 
-    def _default_layout(self) -> None:
-        d = self.docks
-        area = Qt.DockWidgetArea
-        # The left area runs the window's full height, so Clusters & Agents is tall enough at
-        # 1280×720; the Live Run dock takes the bottom to the right of it.
-        self.setCorner(Qt.Corner.TopLeftCorner, area.LeftDockWidgetArea)
-        self.setCorner(Qt.Corner.BottomLeftCorner, area.LeftDockWidgetArea)
-        self.addDockWidget(area.LeftDockWidgetArea, d["clustersPanel"])
-        self.addDockWidget(area.RightDockWidgetArea, d["traceInspectorPanel"])
-        self.addDockWidget(area.RightDockWidgetArea, d["quadrantPanel"])
-        self.splitDockWidget(d["traceInspectorPanel"], d["quadrantPanel"], Qt.Orientation.Horizontal)
-        self.tabifyDockWidget(d["quadrantPanel"], d["driftPanel"])
-        self.addDockWidget(area.BottomDockWidgetArea, d["liveRunPanel"])
-        # Each tabified onto the same dock: tabifying onto the last one added leaves a stale,
-        # visible tab bar of the first pair over the status bar.
-        self.tabifyDockWidget(d["liveRunPanel"], d["anchorsPanel"])
-        self.tabifyDockWidget(d["liveRunPanel"], d["findingsPanel"])
-        for dock in d.values():
-            dock.show()
-        d["quadrantPanel"].raise_()
-        d["liveRunPanel"].raise_()
-        self._size_docks()
-        self._hide_stale_tab_bars()
-        QTimer.singleShot(0, self._hide_stale_tab_bars)
-
-    def _hide_stale_tab_bars(self) -> None:
-        """Qt leaves behind, visible, the tab bar of a tab group that changed again before the
-        layout was applied (tabifying three docks one after another before the window shows):
-        it sat over the status bar. A bar whose tabs are not the docks of a current tab group
-        is such a leftover, and is hidden."""
-        by_title = {dock.windowTitle(): dock for dock in self.docks.values()}
-        for bar in self.findChildren(QTabBar, options=Qt.FindChildOption.FindDirectChildrenOnly):
-            titles = [bar.tabText(i) for i in range(bar.count())]
-            first = by_title.get(titles[0]) if titles else None
-            group = [] if first is None or first.isFloating() else [first, *self.tabifiedDockWidgets(first)]
-            if not group or sorted(titles) != sorted(d.windowTitle() for d in group):
-                bar.hide()
-
-    def _size_docks(self) -> None:
-        # Sizes only take effect once the window has its real size, so this runs again on show.
-        if self._layout_sizing:
-            QTimer.singleShot(0, self._remember_startup_layout)
-        d = self.docks
-        width, height = max(self.width(), 640), max(self.height(), 400)
-        self.resizeDocks([d["clustersPanel"], d["traceInspectorPanel"], d["quadrantPanel"]],
-                         [int(width * 0.3), int(width * 0.4), int(width * 0.3)], Qt.Orientation.Horizontal)
-        # Qt gives the docks above the height asked for; the bottom area takes the rest.
-        top = [d["clustersPanel"], d["traceInspectorPanel"], d["quadrantPanel"]]
-        self.resizeDocks(top, [int(height * 0.5)] * len(top), Qt.Orientation.Vertical)
-
-    def _remember_startup_layout(self) -> None:
-        """The default layout as sized at start-up (the last sizing while the window settles)."""
-        if self._layout_sizing:
-            self._startup_state = self.saveState(LAYOUT_VERSION)
-
-    def _restore_layout(self) -> bool:
-        geometry, state = self.settings.window_state()
+    def _restore_layout(self) -> None:
+        """The window's geometry and the workspaces as they were left (each one's arrangement);
+        the first start is in the Results workspace, at a size that fits the screen."""
+        geometry = self.settings.window_geometry()
         if geometry is not None:
             self.restoreGeometry(geometry)
             self._fit_to_screen()
-        restored = state is not None and self.restoreState(state, LAYOUT_VERSION)
-        self._notices_bar.setVisible(False)  # its visibility follows its content, not the layout
-        return bool(restored)
+        current, states = self.settings.workspaces(LAYOUT_VERSION)
+        self.workspaces.start(current, states)
+
+    def _on_reveal_requested(self, _ref) -> None:
+        """A link ("Open in Trace Inspector"): the workspace that shows the Inspector."""
+        self.workspaces.show_panel("traceInspectorPanel")
+
+    def show_panel(self, name: str) -> None:
+        """``name``'s panel in front: here, or in the workspace that shows it."""
+        self.workspaces.show_panel(name)
 
     def _fit_to_screen(self) -> None:
         """A geometry saved on a bigger screen (or grown by an older version) is brought back
@@ -272,12 +230,6 @@ class MainWindow(QMainWindow):
     def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().showEvent(event)
         QTimer.singleShot(0, self, self._preload)  # after the first paint
-        if not self._layout_restored:
-            # No saved layout: size the docks now, and again while the window system settles the
-            # window's size in the first seconds (extra height would otherwise all go to the bottom).
-            self._layout_restored = True
-            self._auto_size_until = time.monotonic() + 2.0
-            QTimer.singleShot(0, self._size_docks)
 
     def _preload(self) -> None:
         import_in_background(self.preloaded.emit)
@@ -304,27 +256,44 @@ class MainWindow(QMainWindow):
             # A widget with a stylesheet keeps the font it had when the sheet was set (Qt's
             # stylesheet style resolves it then): set the sheets again, so every label zooms.
             self._restyle(lambda sheet: "font-size" not in sheet)
+            self._follow_type_scale()
+            self._fit_status_bar()
         return handled
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
-        super().resizeEvent(event)
-        if time.monotonic() < self._auto_size_until:
-            QTimer.singleShot(0, self._size_docks)
-
     def reset_layout(self) -> None:
-        for dock in self.docks.values():
-            dock.setFloating(False)
-            self.removeDockWidget(dock)  # out of every tab group: re-tabifying them leaves stray bars
-        self._default_layout()
-        # The start-up layout, as it was: sizes asked of docks being laid out again do not hold
-        # (the top row came back 90 px shorter than at start-up), and each request moves them a
-        # little more, so the window keeps the state it had once sized at start-up.
-        if self._startup_state is not None:
-            self.restoreState(self._startup_state, LAYOUT_VERSION)
-            self._hide_stale_tab_bars()
-            QTimer.singleShot(0, self._hide_stale_tab_bars)
-        else:  # the window started with the user's layout: size the default one now
-            QTimer.singleShot(0, self._size_docks)
+        """View ▸ Reset Workspace: this workspace's arrangement as it came."""
+        self.workspaces.reset()
+
+    # ----- presenter mode --------------------------------------------------------------------
+    def set_presenter(self, on: bool) -> None:
+        """Presenter mode (the Teach workspace): type at least theme.PRESENTER_PT times the zoom,
+        the theme's high-contrast palette, the presenter controls below the panel."""
+        self.presenter_bar.setVisible(on)
+        self.workspaces.bar.setVisible(not on)  # the panel fills the window; Ctrl+1 … 5 still switch
+        if on == self.presenting:
+            return
+        self.presenting = on
+        self._remember_fonts()
+        theme.set_presenter(on)
+        self.theme_name = theme.apply_theme(QApplication.instance(), self.theme_name, restyle=self, high_contrast=on)
+        self._set_window_font()
+        self._follow_type_scale()
+        self.theme_changed.emit(self.theme_name)
+        self.zoom_changed.emit(self.zoom)  # plots size their type by zoom × presenter scale
+        self.menus.sync_presenter(on)
+
+    def toggle_presenter(self) -> None:
+        self.workspaces.toggle_presenter()
+
+    def _fit_status_bar(self) -> None:
+        """The status bar keeps the height of its tallest state (a job's Cancel button shown),
+        so a run starting or ending never moves the docks."""
+        if getattr(self, "job", None) is None:
+            return  # (a font event while the window is being made)
+        bar = self.statusBar()
+        tallest = max(self.job.cancel_button.sizeHint().height(), self.job.bar.sizeHint().height(),
+                      self.project_label.sizeHint().height())
+        bar.setFixedHeight(tallest + 6)
 
     # ----- theme and zoom --------------------------------------------------------------------
     def set_theme(self, name: str) -> None:
@@ -344,7 +313,28 @@ class MainWindow(QMainWindow):
         from the application's only in an unseen style strategy."""
         font = QFont(QApplication.instance().font())
         font.setStyleStrategy(QFont.StyleStrategy.PreferQuality)
+        chrome = QFont()  # (no property set: the menu and the status bar inherit the window's)
+        if theme.presenter_scale() != 1.0:  # presenter mode: larger type, times the zoom
+            chrome = QFont(font)  # the menu and the status bar keep the normal type: room for the panel
+            font.setPointSizeF(round(font.pointSizeF() * theme.presenter_scale(), 2))
         self.setFont(font)
+        self.menuBar().setFont(chrome)
+        self.statusBar().setFont(chrome)
+
+    def _remember_fonts(self) -> None:
+        """Before the type scale changes: each widget's own font at scale 1 (type_scale.follow),
+        noted before any widget's own handler of the change has set it anew."""
+        from workbench.ui import type_scale
+
+        type_scale.remember(self, self._type_scale)
+
+    def _follow_type_scale(self) -> None:
+        """Widgets with a font or a stylesheet of their own follow the new type scale too."""
+        from workbench.ui import type_scale
+
+        new = theme.type_scale()
+        type_scale.follow(self, self._type_scale, new, skip=(self.menuBar(), self.statusBar()))
+        self._type_scale = new
 
     def _restyle(self, which) -> None:
         # This window's widgets only: QApplication.allWidgets() also holds widgets of closed
@@ -355,6 +345,7 @@ class MainWindow(QMainWindow):
                 widget.setStyleSheet(sheet)
 
     def set_zoom(self, factor: float) -> None:
+        self._remember_fonts()
         zoom = theme.apply_zoom(QApplication.instance(), factor)
         self.settings.set_zoom(zoom)
         if zoom != self.zoom:
@@ -506,9 +497,8 @@ class MainWindow(QMainWindow):
     # ----- runs ------------------------------------------------------------------------------
     def start_run(self) -> None:
         """Start the configuration chosen in Live Run (its Start button, by the keyboard)."""
-        dock, panel = self.docks["liveRunPanel"], self.panels["liveRunPanel"]
-        dock.show()
-        dock.raise_()
+        panel = self.panels["liveRunPanel"]
+        self.show_panel("liveRunPanel")
         button = getattr(panel, "start_button", None)
         if button is not None and button.isEnabled():
             button.click()
@@ -603,8 +593,7 @@ class MainWindow(QMainWindow):
         self.job.show_progress("Waiting for you", cancellable=True,
                                tooltip="Cancel the run in progress (it stays resumable)")
         dock = self.docks["liveRunPanel"]
-        dock.show()
-        dock.raise_()
+        self.show_panel("liveRunPanel")
         room = min(420, int(self.height() * 0.55))  # to read the prompt and answer it
         if not dock.isFloating() and dock.height() < room:
             self.resizeDocks([dock], [room], Qt.Orientation.Vertical)
@@ -696,7 +685,8 @@ class MainWindow(QMainWindow):
     # ----- closing ---------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt API)
         if self.persist_layout:
-            self.settings.save_window_state(self.saveGeometry(), self.saveState(LAYOUT_VERSION))
+            self.settings.save_workspaces(LAYOUT_VERSION, self.saveGeometry(), self.workspaces.current,
+                                          self.workspaces.save_state())
         for name in ("message_history", "about_window", "protocols_window", "shortcuts_window"):
             window = getattr(self, name, None)
             if window is not None:

@@ -1,6 +1,7 @@
-"""What the workbench remembers between sessions (QSettings): recent files, the layout, the theme
-and the zoom. They are kept in ``settings.ini`` in the application's data folder
-(``core.paths.settings_file()``), beside the demo project."""
+"""What the workbench remembers between sessions (QSettings): recent files, the window's geometry,
+its workspace and each workspace's arrangement, the theme and the zoom. They are kept in
+``settings.ini`` in the application's data folder (``core.paths.settings_file()``), beside the
+demo project."""
 
 from __future__ import annotations
 
@@ -34,12 +35,34 @@ class AppSettings:
     def set_last_dir(self, path: Path) -> None:
         self._s.setValue("lastDir", str(Path(path).parent))
 
-    def window_state(self) -> tuple[QByteArray | None, QByteArray | None]:
-        return self._s.value("window/geometry"), self._s.value("window/state")
+    def window_geometry(self) -> QByteArray | None:
+        value = self._s.value("window/geometry")
+        return value if isinstance(value, QByteArray) else None
 
-    def save_window_state(self, geometry: QByteArray, state: QByteArray) -> None:
+    def workspaces(self, version: int) -> tuple[str, dict[str, QByteArray]]:
+        """The workspace the window was left in and each workspace's arrangement, as saved by
+        this layout ``version``; an older version's are ignored (its docks were others)."""
+        try:
+            saved_version = int(self._s.value("workspaces/version", 0))
+        except (TypeError, ValueError):
+            saved_version = 0
+        if saved_version != version:
+            return "", {}
+        current = str(self._s.value("workspaces/current", "") or "")
+        self._s.beginGroup("workspaces/states")
+        states = {key: self._s.value(key) for key in self._s.childKeys()}
+        self._s.endGroup()
+        return current, {k: v for k, v in states.items() if isinstance(v, QByteArray)}
+
+    def save_workspaces(self, version: int, geometry: QByteArray, current: str,
+                        states: dict[str, QByteArray]) -> None:
+        self._s.remove("window/state")  # the single layout of versions before workspaces
+        self._s.remove("workspaces/states")  # a workspace reset to its own arrangement has none
         self._s.setValue("window/geometry", geometry)
-        self._s.setValue("window/state", state)
+        self._s.setValue("workspaces/version", version)
+        self._s.setValue("workspaces/current", current)
+        for key, state in states.items():
+            self._s.setValue(f"workspaces/states/{key}", state)
         self._s.sync()
 
     def theme(self) -> str:

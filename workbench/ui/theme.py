@@ -8,7 +8,9 @@
   The tier colours stay apart for colour-blind readers too (checked under simulated
   protanopia, deuteranopia and tritanopia), and UI.md still pairs each with a shape.
 - **Zoom** scales the application font (every widget that does not set its own); plots read the
-  window's ``zoom`` and listen to its ``zoom_changed``.
+  window's ``zoom`` and listen to its ``zoom_changed``. **Presenter mode** multiplies it: the
+  window sets its own font :func:`presenter_scale` times the application's (at least
+  PRESENTER_PT), and the palette turns to the theme's high-contrast variant (:data:`HIGH_CONTRAST`).
 - **Fonts**: DejaVu Sans and "Workbench Symbols" are loaded from ``resources/fonts`` and placed
   after the system's default family, so every glyph the UI draws exists even on a bare machine.
 """
@@ -86,12 +88,28 @@ TIERS: dict[str, dict[str, str]] = {
              "negative_consensus": "#f04a64", "unclassified": "#cfcfcf", "invalid": "#cfcfcf"},
 }
 
+# Presenter mode's high-contrast variant of each theme (the rest of its palette is the theme's):
+# pure black on white, or white on black, and darker (lighter) outlines, so text and the
+# controls' edges carry across a room. The tier and status colours stay the theme's: each keeps
+# its contrast against these backgrounds (tests/ui/test_workspaces.py computes it).
+HIGH_CONTRAST: dict[str, dict[str, str]] = {
+    "light": {"Window": "#ffffff", "WindowText": "#000000", "Base": "#ffffff", "AlternateBase": "#ededed",
+              "Text": "#000000", "ButtonText": "#000000", "Mid": "#595959", "Dark": "#404040",
+              "PlaceholderText": "#333333", "Highlight": "#003a7a", "ToolTipText": "#000000"},
+    "dark": {"Window": "#000000", "WindowText": "#ffffff", "Base": "#000000", "AlternateBase": "#161616",
+             "Text": "#ffffff", "Button": "#1e1e1e", "ButtonText": "#ffffff", "Mid": "#a6a6a6", "Light": "#8c8c8c",
+             "PlaceholderText": "#d9d9d9", "Highlight": "#1a4f8f", "ToolTipBase": "#1e1e1e", "ToolTipText": "#ffffff"},
+}
+PRESENTER_PT = 18.0  # presenter mode's smallest type, before the zoom multiplies it
+
 ZOOM_STEPS = (0.75, 0.85, 1.0, 1.15, 1.3, 1.5, 1.75, 2.0, 2.5)
 ZOOM_MIN, ZOOM_MAX = ZOOM_STEPS[0], ZOOM_STEPS[-1]
 
 
 class _State:
     theme = DEFAULT_THEME
+    high_contrast = False  # presenter mode's palette
+    presenter = 1.0  # presenter mode's type scale (1: off), on top of the zoom
     zoom = 1.0
     base_font: QFont | None = None  # the platform's default, before any zoom
     families: list[str] | None = None  # the bundled families, once loaded
@@ -133,11 +151,17 @@ def css(key: str, theme: str | None = None) -> str:
     return colour(key, theme).name()
 
 
-def palette(theme: str) -> QPalette:
+def colours_of(theme: str, high_contrast: bool = False) -> dict[str, str]:
+    """A theme's palette roles, or presenter mode's high-contrast variant of them."""
+    return {**PALETTES[theme], **(HIGH_CONTRAST[theme] if high_contrast else {})}
+
+
+def palette(theme: str, high_contrast: bool = False) -> QPalette:
     pal = QPalette()
     groups = (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive, QPalette.ColorGroup.Disabled)
+    colours = colours_of(theme, high_contrast)
     for role in _ROLES:
-        value = QColor(PALETTES[theme][role])
+        value = QColor(colours[role])
         for group in groups:
             pal.setColor(group, getattr(Role, role), value)
     for role, value in DISABLED[theme].items():
@@ -180,13 +204,17 @@ def font_families() -> list[str]:
     return [base] + [f for f in (_State.families or []) if f != base]
 
 
-def apply_theme(app: QGuiApplication, theme: str, restyle: QWidget | None = None) -> str:
-    """Set ``theme``'s palette on the application; with ``restyle``, set the stylesheets of that
-    window and everything in it again (a theme changed while the window is open)."""
+def apply_theme(app: QGuiApplication, theme: str, restyle: QWidget | None = None,
+                high_contrast: bool | None = None) -> str:
+    """Set ``theme``'s palette on the application (its high-contrast variant when
+    ``high_contrast``; None keeps the current choice); with ``restyle``, set the stylesheets of
+    that window and everything in it again (a theme changed while the window is open)."""
     theme = theme if theme in PALETTES else DEFAULT_THEME
     install(app)
     _State.theme = theme
-    app.setPalette(palette(theme))
+    if high_contrast is not None:
+        _State.high_contrast = high_contrast
+    app.setPalette(palette(theme, _State.high_contrast))
     if restyle is None:
         return theme
     # Qt posts the change to each window; deliver it now, so every widget (and whatever reads a
@@ -214,6 +242,27 @@ def apply_zoom(app: QGuiApplication, factor: float) -> float:
 
 def current_zoom() -> float:
     return _State.zoom
+
+
+def high_contrast() -> bool:
+    return _State.high_contrast
+
+
+def set_presenter(on: bool) -> float:
+    """Presenter mode's type scale: the smallest type PRESENTER_PT (before the zoom), or 1 when
+    off. The application font stays the zoom's; the window applies this scale to its own font."""
+    _State.presenter = max(PRESENTER_PT / base_point_size(), 1.0) if on else 1.0
+    return _State.presenter
+
+
+def presenter_scale() -> float:
+    return _State.presenter
+
+
+def type_scale() -> float:
+    """How much larger than normal the window's type is: the zoom, times presenter mode's scale
+    (plots size their marks and labels by it)."""
+    return _State.zoom * _State.presenter
 
 
 def clamp_zoom(factor: float) -> float:

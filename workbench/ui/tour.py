@@ -3,11 +3,13 @@
 - :class:`~workbench.ui.widgets.tour_overlay.TourOverlay` dims the window around the step's
   target (a dock, or a widget in it) and outlines it in the theme's accent colour; the card is
   :class:`~workbench.ui.widgets.tour_card.TourCard`.
-- :class:`TourController` shows a step: it raises the target's dock (a tabified dock comes to
-  the front), selects the step's tabs, and places the card where it does not cover the target
-  when there is room. It follows the target as it moves or resizes, the theme and the zoom.
+- :class:`TourController` shows a step: it goes to the workspace that shows the target's panel
+  (the window's ``show_panel``: Design, Run, Results or Audit), raises its dock (a tabified dock
+  comes to the front), selects the step's tabs, and places the card where it does not cover the
+  target when there is room. It follows the target as it moves or resizes, the theme and the zoom.
 - The tour changes nothing of the user's layout beyond raising docks and choosing tabs; a dock
-  the user had closed is shown for its step and closed again when the tour ends.
+  the user had closed is shown for its step and closed again when the tour ends, and the window
+  goes back to the workspace the tour started in.
 - Leaving remembers the step (:class:`TourMemory`, in the window's settings file); Help ▸ Tour then resumes there;
   finishing forgets it.
 """
@@ -66,6 +68,7 @@ class TourController(QObject):
         self.card.demo_button.clicked.connect(self._on_demo_clicked)
         self._watched: list[QWidget] = []
         self._shown_docks: list[QDockWidget] = []  # docks the user had closed, shown by the tour
+        self._workspace = ""  # where the tour started (it goes back there at the end)
         self._sync_timer = QTimer(self)
         self._sync_timer.setSingleShot(True)
         self._sync_timer.setInterval(0)
@@ -91,6 +94,9 @@ class TourController(QObject):
         self.start(remembered if remembered is not None else 0)
 
     def start(self, index: int = 0) -> None:
+        workspaces = getattr(self.window, "workspaces", None)
+        if not self.active and workspaces is not None:
+            self._workspace = workspaces.current
         self.active = True
         self.overlay.show()
         self.card.show()
@@ -103,6 +109,7 @@ class TourController(QObject):
         self._sync_demo_button()
         dock = self._dock(step)
         if dock is not None:
+            self._go_to_workspace_of(dock)
             if dock.isHidden():
                 dock.show()
                 if dock not in self._shown_docks:
@@ -110,6 +117,9 @@ class TourController(QObject):
             dock.raise_()
             for label in step.tabs:
                 self._select_tab(dock, label)
+        workspaces = getattr(self.window, "workspaces", None)
+        if dock is not None and workspaces is not None:  # where the step is: the bar's name for it
+            self.card.counter.setText(f"{self.card.counter.text()} · {workspaces.workspace.title}")
         self.sync()
         self.card.next_button.setFocus(Qt.FocusReason.OtherFocusReason)
         self.changed.emit()
@@ -147,7 +157,26 @@ class TourController(QObject):
         for dock in self._shown_docks:
             dock.hide()
         self._shown_docks = []
+        workspaces = getattr(self.window, "workspaces", None)
+        if workspaces is not None and self._workspace:
+            workspaces.switch(self._workspace)
         self.changed.emit()
+
+    def _go_to_workspace_of(self, dock: QDockWidget) -> None:
+        """The workspace that shows ``dock``'s panel, when the one on screen does not (Teach
+        presents it instead)."""
+        workspaces = getattr(self.window, "workspaces", None)
+        name = next((n for n, d in getattr(self.window, "docks", {}).items() if d is dock), None)
+        if workspaces is None or name is None or not dock.isHidden():
+            return
+        if workspaces.workspace.presenter:
+            workspaces.present(name)
+            return
+        from workbench.ui.workspaces import home_of
+
+        home = home_of(name)
+        if home is not None and home.key != workspaces.current:
+            workspaces.switch(home.key)
 
     # ----- what to show --------------------------------------------------------------------------
     def _dock(self, step: TourStep) -> QDockWidget | None:
@@ -160,10 +189,10 @@ class TourController(QObject):
         dock = self._dock(self.step)
         if dock is None or not dock.isVisible():
             return None
-        if self.step.target:
-            widget = dock.findChild(QWidget, self.step.target)
-            if widget is not None and widget.isVisible() and not self._clip(widget).isEmpty():
-                return widget
+        if self.step.target:  # the one shown (a chart made anew leaves its old one until deleted)
+            for widget in dock.findChildren(QWidget, self.step.target):
+                if widget.isVisible() and not self._clip(widget).isEmpty():
+                    return widget
         return dock
 
     def _designated(self) -> list[QWidget]:

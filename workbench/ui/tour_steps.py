@@ -6,7 +6,7 @@ quadrant's orientation and tier colours); the tour's widgets (:mod:`workbench.ui
 show them.
 
 - ``dock``: the objectName of the dock to raise and highlight (None: the whole window, no
-  highlight, the card in the middle).
+  highlight, the card in the middle); the tour goes to the workspace that shows it.
 - ``target``: the objectName of a widget inside that dock to point at, if it is shown; else the
   dock itself is highlighted.
 - ``tabs``: tab labels to select first, outermost first, each in whichever tab widget of the
@@ -43,6 +43,8 @@ STEPS: tuple[TourStep, ...] = (
         ("This workbench runs consensus protocols: several AI agents answer, vote and check each other, "
          "and each panel shows one part of how they agree.",
          "Everything is kept in one project file, a single SQLite database named in the status bar.",
+         "The bar on the left switches workspaces, one per task: Design, Run, Results, Audit and Teach "
+         "(Ctrl+1 to Ctrl+5); the tour goes to each in turn.",
          "The demo uses a simulated panel of agents: no model is called, and every simulated run, trace "
          "and artifact carries a SIM badge.",
          "Press Next or the → key to go on and ← to go back; Leave tour (Esc) remembers where you stopped.")),
@@ -53,7 +55,7 @@ STEPS: tuple[TourStep, ...] = (
          "Each cluster has a threshold θ (theta): it approves an answer when at least that share of its "
          "votes say yes.",
          "The project's τ (tau) is the share of clusters that must approve for a consensus tier."),
-        dock="clustersPanelDock"),
+        dock="clustersPanelDock", target="clusterLists"),
     TourStep(
         "live_run", "Live Run",
         ("Live Run starts and watches runs.",
@@ -62,7 +64,7 @@ STEPS: tuple[TourStep, ...] = (
          "The timeline lists every call as it starts and ends: the agent, its status as a glyph and a word, "
          "the time taken, tokens and cost.",
          "A cancelled run stays resumable: select it and press ⟳ Resume."),
-        dock="liveRunPanelDock", tabs=("Runs",)),
+        dock="liveRunPanelDock", target="runTimeline", tabs=("Runs",)),
     TourStep(
         "trace", "Trace Inspector",
         ("Every call, trace, vote, ballot and finding in the project is listed here.",
@@ -71,7 +73,7 @@ STEPS: tuple[TourStep, ...] = (
          "Select a row to read it whole: the claim, confidence and verdict first, then every field of the "
          "trace, in order.",
          "The Audit tab keeps your notes on a record, so a class can mark what it checked."),
-        dock="traceInspectorPanelDock"),
+        dock="traceInspectorPanelDock", target="inspectorList"),
     TourStep(
         "rcp", "Quadrant: what RCP measures",
         ("The Resonant Consensus Protocol (RCP) asks whether an answer is endorsed across clusters that "
@@ -80,7 +82,7 @@ STEPS: tuple[TourStep, ...] = (
          "A cluster's approval rate is the share of yes among the votes its members cast.",
          "The resonance ratio ρ (rho) is the share of clusters that approve; with τ it decides the "
          "artifact's tier."),
-        dock="quadrantPanelDock"),
+        dock="quadrantPanelDock", target="QuadrantPlot"),
     TourStep(
         "quadrant", "Reading the quadrant",
         ("Each point is an artifact: left to right, the reference cluster's approval rate; bottom to top, "
@@ -104,7 +106,7 @@ STEPS: tuple[TourStep, ...] = (
          "person's review.",
          "FAP marks an agent that drifted past 0.04: it is asked again alone, and its hollow marker shows "
          "whether the shift held."),
-        dock="driftPanelDock"),
+        dock="driftPanelDock", target="RunDriftFigure"),
     TourStep(
         "echo", "Anchors & Restoration (Resonance Echo)",
         ("Resonance Echo detects an agent that has silently forgotten its instructions.",
@@ -133,7 +135,7 @@ STEPS: tuple[TourStep, ...] = (
          "finding is confirmed, below it challenged.",
          "✖ To review lists the challenged findings waiting for a person's decision.",
          "The MCP server box lets agents outside the workbench read the findings and vote."),
-        dock="findingsPanelDock", tabs=("Findings",)),
+        dock="findingsPanelDock", target="findingsList", tabs=("Findings",)),
     TourStep(
         "cons_matrix", "CONS: the ballot matrix",
         ("CONS asks agents to vote on the options of a question, each ballot with a confidence, a reason "
@@ -142,7 +144,7 @@ STEPS: tuple[TourStep, ...] = (
          "◇ abstain, each with its confidence.",
          "Ballots replaced in a later challenge round stay, greyed and marked superseded.",
          "Choose a question in the list on the left to fill the matrix."),
-        dock="findingsPanelDock", target="consView", tabs=("CONS", "Ballots (agents × options)")),
+        dock="findingsPanelDock", target="consMatrix", tabs=("CONS", "Ballots (agents × options)")),
     TourStep(
         "cons_verdict", "CONS: verdicts and escalation",
         ("PROVEN: enough agents accept the leading option (four in five by default) and at least one cites "

@@ -57,6 +57,19 @@ class WindowMenus:
         edit_menu.addAction(self.redo)
 
         view_menu = bar.addMenu("&View")
+        workspace_menu = view_menu.addMenu("&Workspace")
+        workspace_menu.setObjectName("workspaceMenu")
+        for action in w.workspaces.actions.values():
+            workspace_menu.addAction(action)
+        workspace_menu.addSeparator()
+        self.reset_layout = self._add(workspace_menu, "&Reset Workspace", [], w.reset_layout,
+                                      "Put this workspace's panels back as it came (the others keep theirs)")
+        self.presenter = self._add(view_menu, "&Presenter Mode", keys("F11"), w.toggle_presenter,
+                                   "One panel filling the window, in large type and high contrast (Teach)")
+        self.presenter.setObjectName("presenterModeAction")
+        self.presenter.setCheckable(True)
+        view_menu.addSeparator()
+        # A panel shown here joins the workspace on screen (each workspace keeps its own set).
         for dock in w.docks.values():
             view_menu.addAction(dock.toggleViewAction())
         view_menu.addSeparator()
@@ -81,8 +94,6 @@ class WindowMenus:
         view_menu.addSeparator()
         self.message_history = self._add(view_menu, "&Message History…", keys("Ctrl+Shift+H"),
                                          w.show_message_history, "Every message of this session, with details")
-        self.reset_layout = self._add(view_menu, "&Reset Layout", [], w.reset_layout,
-                                      "Put every panel back where it starts")
 
         run_menu = bar.addMenu("&Run")
         self.start_run = self._add(run_menu, "&Start Run", keys("F5"), w.start_run,
@@ -92,7 +103,7 @@ class WindowMenus:
 
         help_menu = bar.addMenu("&Help")
         self.protocols = self._add(help_menu, "&Protocol Notes", keys("F1"), w.show_protocols,
-                                   "Each protocol's rules in plain words (docs/protocols.md)")
+                                   "What each protocol measures, and how to read what it shows")
         self.shortcuts = self._add(help_menu, "&Keyboard Shortcuts", keys("Ctrl+/"), w.show_shortcuts,
                                    "Every keyboard shortcut of the workbench")
         help_menu.addSeparator()
@@ -148,9 +159,14 @@ class WindowMenus:
             self.themes[name].setChecked(True)
 
     def sync_zoom(self, zoom: float) -> None:
-        self.zoom_reset.setText(f"Reset &Zoom ({round(zoom * 100)}%)")
+        # It says where it goes (100 %) and, when elsewhere, where the zoom is now.
+        now = round(zoom * 100)
+        self.zoom_reset.setText("Reset &Zoom to 100%" + ("" if now == 100 else f" (now {now}%)"))
         self.zoom_in.setEnabled(zoom < theme.ZOOM_MAX)
         self.zoom_out.setEnabled(zoom > theme.ZOOM_MIN)
+
+    def sync_presenter(self, on: bool) -> None:
+        self.presenter.setChecked(on)
 
     def show_tour(self, restart: bool = False):
         """Help ▸ Tour: at the step it was left at, or from the start."""

@@ -114,6 +114,7 @@ _RUN_OF = {
     "ballot": "SELECT q.run_id FROM cons_ballots b LEFT JOIN cons_questions q ON q.id = b.question_id WHERE b.id = ?",
     "finding": "SELECT run_id FROM findings WHERE id = ?",
     "finding_vote": "SELECT run_id FROM finding_votes WHERE id = ?",
+    "protocol_record": "SELECT run_id FROM protocol_records WHERE id = ?",
     "artifact": "SELECT run_id FROM artifacts WHERE id = ?",
 }
 

@@ -91,6 +91,7 @@ class LoggedCall:
     cost_usd: float | None = None  # None: unknown (never $0)
     cost_source: str | None = None
     model: str | None = None  # "manual" for a person
+    n: int | None = None  # the call's number in its run, from 1 (ids count across the project)
 
 
 _RUN_LOG = """
@@ -103,9 +104,11 @@ SELECT c.id, c.step_key, c.agent_id, c.purpose, c.status, c.latency_ms, c.attemp
            (SELECT f.invalid_reason FROM finding_votes f
             WHERE f.run_id = c.run_id AND f.call_id = c.id AND f.status != 'valid'),
            (SELECT t.failure_reason FROM traces t WHERE t.run_id = c.run_id AND t.call_id = c.id AND t.ok = 0),
+           (SELECT group_concat(json_extract(p.data_json, '$.problem'), '; ') FROM protocol_records p
+            WHERE p.call_id = c.id AND json_valid(p.data_json)),
            'the reply could not be read') END,
        coalesce(c.total_tokens, c.prompt_tokens + c.completion_tokens, c.prompt_tokens, c.completion_tokens),
-       c.cost_usd, c.cost_source, c.model
+       c.cost_usd, c.cost_source, c.model, row_number() OVER (ORDER BY c.id)
 FROM llm_calls c LEFT JOIN rounds r ON r.id = c.round_id
 WHERE c.run_id = ? ORDER BY c.id
 """
@@ -114,8 +117,8 @@ WHERE c.run_id = ? ORDER BY c.id
 def run_log(store: Store, run_id: str) -> list[LoggedCall]:
     """Every call of one run, in order, with the reason behind each grey one."""
     return [LoggedCall(i, key, agent, purpose, status, latency, attempts, bool(sim), idx, kind, reason,
-                       tokens, cost, source, model)
-            for i, key, agent, purpose, status, latency, attempts, sim, idx, kind, reason, tokens, cost, source, model
+                       tokens, cost, source, model, n)
+            for i, key, agent, purpose, status, latency, attempts, sim, idx, kind, reason, tokens, cost, source, model, n
             in _sql.tuples(store, _RUN_LOG, (run_id,))]
 
 
@@ -189,6 +192,8 @@ SELECT c.*, r.kind AS round_kind,
            (SELECT f.invalid_reason FROM finding_votes f
             WHERE f.run_id = c.run_id AND f.call_id = c.id AND f.status != 'valid'),
            (SELECT t.failure_reason FROM traces t WHERE t.run_id = c.run_id AND t.call_id = c.id AND t.ok = 0),
+           (SELECT group_concat(json_extract(p.data_json, '$.problem'), '; ') FROM protocol_records p
+            WHERE p.call_id = c.id AND json_valid(p.data_json)),
            'the reply could not be read') END AS reason
 FROM llm_calls c LEFT JOIN rounds r ON r.id = c.round_id WHERE c.id = ?
 """

@@ -23,32 +23,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.core.project import _sql
+from workbench.core.project.runs import RunListRow, run_list
 from workbench.core.project.store import Store
 
 # What a change to these tables can move on the panel.
 TABLES = ("runs", "traces", "batches")
 ROLES = ("alpha", "beta", "gamma")
 ALL_RUNS = "*"  # the batch picker's "every ARM run" entry
-_MIX = re.compile(r"^Q(\d+) · (.+) · rep (\d+)$")  # a batch run's label (core.runs.batch.expand_batch)
+# A batch run's label ends with its position (core.runs.batch.expand_batch), after its configured label.
+_MIX = re.compile(r"(?:^|· )Q(\d+) · (.+) · rep (\d+)$")
 
 
-@dataclass(frozen=True)
-class ArmRunRow:
-    id: str
-    label: str
-    status: str
-    source: str
-    simulated: bool
-    batch_id: str | None
-    started_at: str
+ArmRunRow = RunListRow  # an ARM run as the run picker lists it (as every list names a run)
 
 
 def arm_runs(store: Store, limit: int = 2000) -> list[ArmRunRow]:
     """ARM runs, newest first."""
-    rows = _sql.tuples(store, "SELECT id, label, status, source, simulated, batch_id, started_at FROM runs "
-                              "WHERE protocol = 'arm' ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
-    return [ArmRunRow(i, label, status, source, bool(sim), batch, started)
-            for i, label, status, source, sim, batch, started in rows]
+    return run_list(store, limit, protocol="arm")
 
 
 @dataclass(frozen=True)
@@ -144,7 +135,7 @@ def _ground_truth(config: dict) -> tuple[bool | None, tuple[str, ...]]:
 def _mix_and_question(run: dict) -> tuple[str, str]:
     config = run["config_json"] or {}
     question = str(config.get("query") or config.get("question") or "")
-    m = _MIX.match(run["label"] or "")
+    m = _MIX.search(run["label"] or "")
     if m:
         return m.group(2), question
     providers = config.get("providers")
@@ -257,14 +248,16 @@ _STORED_KEYS = {"jaccard": "convergence", "tfidf": "tfidf_convergence", "embeddi
 def _convergence(upstream: dict, provenance: dict, rows: list[dict]) -> dict[str, Convergence]:
     """Each convergence the file stores; Jaccard and TF-IDF it does not store (a run still going,
     or a build that did not compute TF-IDF) are recomputed from the stored round-1 claims."""
-    from workbench.core.protocols.arm import SCHEMA_V13, jaccard_convergence, tfidf_convergence
+    from workbench.core.protocols.arm import jaccard_convergence, tfidf_convergence
+    from workbench.core.protocols.arm.versions import smoothed_idf_for
 
     meta = upstream.get("runMeta") if isinstance(upstream.get("runMeta"), dict) else {}
     out: dict[str, Convergence] = {}
     claims = [r["claim"] for r in rows if r["round_no"] == 1 and r["is_current"] and r["ok"]
               and r["role"] in ROLES and isinstance(r["claim"], str) and r["claim"]]
-    # A workbench run not yet finished has no schema recorded: it will be written as v1.3.
-    smooth = (provenance.get("schema_version") or SCHEMA_V13) == SCHEMA_V13
+    # The idf of the run's own schema; a workbench run not yet finished has none recorded: it
+    # will be written as v1.3 (smoothed).
+    smooth = smoothed_idf_for(provenance.get("schema_version"))
     for name, key in _STORED_KEYS.items():
         stored = upstream[key] if key in upstream else meta.get(key)
         if _num(stored) is not None:

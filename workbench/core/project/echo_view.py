@@ -15,6 +15,7 @@ from typing import Any
 
 from workbench.core.project import _sql
 from workbench.core.project import echo as records
+from workbench.core.project.runs import RunListRow, run_list
 from workbench.core.project.store import Store
 from workbench.core.protocols.echo.models import AGENT_TYPES
 
@@ -27,12 +28,7 @@ STEP_WORDS = {"log": "Logged the loss", "read_seed": "Read the session seed", "n
               "resume": "Resumed from the last checkpoint", "escalate": "Escalated to the conductor"}
 
 
-@dataclass(frozen=True)
-class EchoRun:
-    id: str
-    label: str
-    status: str
-    started_at: str
+EchoRun = RunListRow  # a run with Echo records, as every list names a run
 
 
 @dataclass(frozen=True)
@@ -125,10 +121,7 @@ class EchoView:
 # ----- reads ------------------------------------------------------------------------------------
 def echo_runs(store: Store) -> list[EchoRun]:
     """Runs holding Echo anchors, newest first."""
-    rows = _sql.query(store, "SELECT r.id, r.label, r.status, r.started_at FROM runs r WHERE r.id IN "
-                             "(SELECT DISTINCT run_id FROM echo_anchors WHERE run_id IS NOT NULL) "
-                             "ORDER BY r.started_at DESC, r.rowid DESC")
-    return [EchoRun(r["id"], r["label"] or "", r["status"], r["started_at"]) for r in rows]
+    return run_list(store, only="echo")
 
 
 def read_echo_view(store: Store, run_id: str | None = None) -> EchoView:

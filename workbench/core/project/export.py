@@ -1,23 +1,28 @@
-"""Exporting a run: JSONL and CSV (one record per call, artifact, vote, trace...), and the report
-in Markdown or HTML. :func:`export_bytes` is what the CLI and the GUI both write.
+"""Exporting a run: JSONL and CSV (one record per call, artifact, vote, trace..., and each record a
+protocol keeps of its own kinds: ``protocol_record``), and the report in Markdown or HTML.
+:func:`export_bytes` is what the CLI and the GUI both write.
 
 Every record says whether it is simulated. Nothing secret is in a project file to begin with
 (providers name where keys live, and the gateway scrubs replies and errors), so an export
 cannot leak a key either.
+
+Model text is untrusted (SPEC §11, :mod:`workbench.core.safe_output`): a CSV cell that starts like
+a formula gets a leading ``'``, and JSONL escapes every control character, so both are exact for
+a program and inert in a spreadsheet or a terminal.
 """
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Iterator
 
 from workbench.core.errors import InputError
 from workbench.core.project.audit import notes_of_run
+from workbench.core.project.protocol_records import READ_COLUMNS
 from workbench.core.project.store import Store
 from workbench.core.project import _sql
-
+from workbench.core.safe_output import json_text, write_csv
 
 
 def run_records(store: Store, run_id: str) -> Iterator[dict]:
@@ -70,6 +75,11 @@ def run_records(store: Store, run_id: str) -> Iterator[dict]:
                   "confidence": t["confidence"], "reconciliation_status": t["reconciliation_status"],
                   "trace": t["source_json"], "simulated": bool(t["simulated"]) or sim}
         yield audited(record, "trace", t["id"])
+    # What a protocol keeps of its own kinds (a plugin's), as it declared them: its kind, key and data.
+    for r in _sql.query(store, f"SELECT {READ_COLUMNS} FROM protocol_records WHERE run_id = ? ORDER BY id", (run_id,)):
+        record = {"kind": "protocol_record", "record_kind": r["kind"], "protocol": r["protocol"], "key": r["key"],
+                  "agent": r["agent_id"], "data": r["data_json"], "simulated": bool(r["simulated"]) or sim}
+        yield audited(record, "protocol_record", r["id"])
     # The auditors' notes on the run's records, oldest first (a record's verdict is its newest note's).
     for n in notes:
         yield {"kind": "audit", "record_kind": n.record_kind, "record_id": n.record_id, "verdict": n.verdict,
@@ -77,7 +87,7 @@ def run_records(store: Store, run_id: str) -> Iterator[dict]:
 
 
 def to_jsonl(store: Store, run_id: str) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in run_records(store, run_id))
+    return "".join(json_text(r) + "\n" for r in run_records(store, run_id))
 
 
 def to_csv(store: Store, run_id: str) -> str:
@@ -85,11 +95,9 @@ def to_csv(store: Store, run_id: str) -> str:
     columns: list[str] = []
     for r in records:
         columns += [k for k in r if k not in columns]
+    cell = lambda v: json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    for r in records:
-        writer.writerow({k: json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v for k, v in r.items()})
+    write_csv(out, columns, ([cell(r.get(c, "")) for c in columns] for r in records), lineterminator="\n")
     return out.getvalue()
 
 

@@ -53,6 +53,18 @@ def document_from_rows(providers: list[dict], clusters: list[dict], agents: list
     return {"providers": docs, "clusters": out, **({"reference": reference} if reference else {})}
 
 
+def with_project_settings(store: Store, document: dict) -> dict:
+    """``document`` with the project's tau, theta and weighting, when its protocol's configuration
+    takes them (RCP's): they are the project's, set in one place (Clusters & Agents; docs/runs.md
+    "tau, theta and weighting: one place"). Another protocol has no such keys."""
+    from workbench.core.project.panel_edits import panel_settings, project_keys
+
+    own = project_keys(document.get("protocol"))
+    if not own:
+        return document
+    return {**document, **{key: value for key, value in panel_settings(store).items() if key in own}}
+
+
 def run_config_from_project(store: Store, config_id: int, **overrides) -> RunConfig:
     """A saved protocol configuration, completed with the project's panel."""
     from workbench.core.runs.config import parse_run_config
@@ -60,9 +72,9 @@ def run_config_from_project(store: Store, config_id: int, **overrides) -> RunCon
     saved = _sql.get(store, "protocol_configs", config_id)
     if saved is None:
         raise InputError("protocol_config", f"no saved configuration {config_id}")
-    document = {**panel_document(store), "protocol": saved["protocol"], "label": saved["name"],
-                **saved["config_json"], **overrides}
-    return parse_run_config(document)
+    document = with_project_settings(store, {**panel_document(store), "protocol": saved["protocol"],
+                                             "label": saved["name"], **saved["config_json"]})
+    return parse_run_config({**document, **overrides})
 
 
 def findings_from_run(store: Store, run_id: str, tiers: list[str] | None = None) -> list[dict]:

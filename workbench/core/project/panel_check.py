@@ -33,7 +33,7 @@ _CLUSTER_WARNING = re.compile(r"^clusters\[(\d+)\]")
 @dataclass(frozen=True)
 class Issue:
     level: str  # "error" (a run would be refused) or "warning" (legal but doubtful, SPEC §1)
-    kind: str  # "cluster", "agent", "provider", "tau", "weighted" or "panel"
+    kind: str  # "cluster", "agent", "provider", "tau", "theta", "weighted" or "panel"
     key: object  # the cluster's id, the agent's id, the provider's name; None for the others
     field: str  # "name", "theta", "weight", "agents", "reference", "id", "provider", "params"...
     message: str
@@ -44,7 +44,7 @@ class Issue:
 
 
 def check_panel(clusters: list[dict], agents: list[dict], providers: list[dict], *,
-                tau: object, weighted: object = False) -> list[Issue]:
+                tau: object, weighted: object = False, theta: object = None) -> list[Issue]:
     """Every issue of the panel (rows as stored, or as being edited) as an RCP run would see it.
 
     An agent row may carry ``key``, the id it is stored under, while its ``id`` is being
@@ -72,7 +72,7 @@ def check_panel(clusters: list[dict], agents: list[dict], providers: list[dict],
                            Issue(ERROR, "cluster", other["id"], "name", text)]
 
     doc = {"protocol": "rcp", "query": _CHECK_QUERY, **document_from_rows(providers, clusters, agents),
-           "tau": tau, "weighted": weighted}
+           "tau": tau, "weighted": weighted, **({"theta": theta} if theta is not None else {})}
     # Who each cluster and agent of the document is on screen (the document has no empty cluster).
     members: dict[object, list[dict]] = {}
     for a in sorted(agents, key=lambda a: (a.get("position") or 0, str(a["id"]))):
@@ -138,9 +138,9 @@ class _State:
         if path == "weighted":
             doc["weighted"] = False
             return [Issue(ERROR, "weighted", None, "weighted", message)], True
-        if path == "theta":
+        if path == "theta":  # the project's θ (beside τ)
             doc["theta"] = DEFAULT_THETA
-            return [Issue(ERROR, "panel", None, "theta", f"theta {message}")], True
+            return [Issue(ERROR, "theta", None, "theta", f"θ {message}")], True
         if path == "reference":
             doc.pop("reference", None)
             return [Issue(ERROR, "panel", None, "reference", message)], True

@@ -16,8 +16,11 @@ tables; :func:`import_panel_from_run` copies the panel a run was configured with
 ``config_json``) into them, and :func:`apply_run_config` does the same with any run
 configuration, such as a template (:mod:`workbench.core.runs.templates`).
 
-The project's default tau and weighting for RCP runs are settings: :data:`TAU_SETTING`
-(``rcp.tau``) and :data:`WEIGHTED_SETTING` (``rcp.weighted``); :func:`panel_settings` reads them.
+The project's tau, default theta and weighting for RCP runs are settings: :data:`TAU_SETTING`
+(``rcp.tau``), :data:`THETA_SETTING` (``rcp.theta``, the theta of every cluster that sets none) and
+:data:`WEIGHTED_SETTING` (``rcp.weighted``); :func:`panel_settings` reads them. They live here only:
+every RCP run configuration made in the project takes them (``core.project.run_configs``,
+docs/runs.md "tau, theta and weighting: one place").
 """
 
 from __future__ import annotations
@@ -27,14 +30,17 @@ import math
 from typing import Any
 
 from workbench.core.errors import InputError
-from workbench.core.limits import MAX_NAME_CHARS, MAX_NOTES_CHARS, MAX_PERSONA_CHARS, too_long
+from workbench.core.limits import MAX_NAME_CHARS, MAX_NOTES_CHARS, MAX_PERSONA_CHARS, check_name, too_long
 from workbench.core.project import _sql
 from workbench.core.project.changes import Changes
 from workbench.core.project.store import Store, utc_now
 
 TAU_SETTING = "rcp.tau"
+THETA_SETTING = "rcp.theta"
 WEIGHTED_SETTING = "rcp.weighted"
-_PANEL_SETTINGS = (TAU_SETTING, WEIGHTED_SETTING)
+_PANEL_SETTINGS = (TAU_SETTING, THETA_SETTING, WEIGHTED_SETTING)
+PROJECT_KEYS = ("tau", "theta", "weighted")  # a run configuration's keys the project's settings set
+_SETTING_OF = {"tau": TAU_SETTING, "theta": THETA_SETTING, "weighted": WEIGHTED_SETTING}
 PROVIDER_COLUMNS = ("name", "model", "api_base", "key_env", "key_keyring", "max_concurrency", "rpm", "timeout_s",
                      "max_retries")
 
@@ -46,7 +52,15 @@ def _name(value: object, field: str, what: str) -> str:
     value = value.strip()
     if len(value) > MAX_NAME_CHARS:
         raise InputError(field, too_long(len(value), MAX_NAME_CHARS))
-    return value
+    return _no_controls(value, field)
+
+
+def _no_controls(value: str, field: str) -> str:
+    """SPEC §11: a name typed in the window carries no control character either."""
+    try:
+        return check_name(value)
+    except ValueError as exc:
+        raise InputError(field, str(exc)) from None
 
 
 def _number(value: object, field: str) -> float:
@@ -112,13 +126,36 @@ def _provider_exists(store: Store, provider: object, field: str = "provider") ->
 
 
 # ----- the panel's RCP settings ------------------------------------------------------------------
-def panel_settings(store: Store) -> dict:
-    """``{"tau": ..., "weighted": ...}``: the project's defaults for RCP runs (as stored; the
-    defaults of RCP's own config when unset)."""
-    from workbench.core.project.meta import setting
-    from workbench.core.protocols.rcp.config import DEFAULT_TAU
+def project_keys(protocol: object) -> tuple[str, ...]:
+    """The project's settings (:data:`PROJECT_KEYS`) a protocol's run configuration takes: those
+    its declared config has as fields (RCP's tau, theta and weighting); none for another, and
+    none for a protocol not registered. The declaration says it, never the protocol's name."""
+    from workbench.core.runs.config import model_for
 
-    return {"tau": setting(store, TAU_SETTING, DEFAULT_TAU), "weighted": setting(store, WEIGHTED_SETTING, False)}
+    if not isinstance(protocol, str):
+        return ()
+    try:
+        fields = model_for(protocol).model_fields
+    except KeyError:
+        return ()
+    return tuple(k for k in PROJECT_KEYS if k in fields)
+
+
+def panel_settings(store: Store) -> dict:
+    """``{"tau": ..., "theta": ..., "weighted": ...}``: the project's settings for RCP runs (as
+    stored; the defaults of RCP's own config when unset)."""
+    from workbench.core.project.meta import setting
+    from workbench.core.protocols.rcp.config import DEFAULT_TAU, DEFAULT_THETA
+
+    return {"tau": setting(store, TAU_SETTING, DEFAULT_TAU), "theta": setting(store, THETA_SETTING, DEFAULT_THETA),
+            "weighted": setting(store, WEIGHTED_SETTING, False)}
+
+
+def set_theta(store: Store, theta: object) -> Changes:
+    """The project's theta: every cluster that sets none of its own uses it."""
+    from workbench.core.project.meta import set_setting
+
+    return set_setting(store, THETA_SETTING, check_theta(theta))
 
 
 def set_tau(store: Store, tau: object) -> Changes:
@@ -447,6 +484,8 @@ def set_agent_role(store: Store, agent_id: object, role: object) -> Changes:
     role = role.strip() or None if isinstance(role, str) else None
     if role is not None and len(role) > MAX_NAME_CHARS:
         raise InputError("role", too_long(len(role), MAX_NAME_CHARS))
+    if role is not None:
+        _no_controls(role, "role")
     with _sql.write(store) as tx:
         _agent(store, agent_id)
         tx.update("agents", agent_id, {"role": role})
@@ -643,12 +682,12 @@ def apply_run_config(store: Store, config: Any, *, save_as: str | None = None, s
                                      "provider": agent.provider, "role": agent.role, "persona": agent.persona,
                                      "params_json": {**agent.params, **({"sampling": agent.sampling.sampling()}
                                                                         if agent.sampling else {})}})
-        if cfg.protocol == "rcp":
-            _put_setting(tx, TAU_SETTING, cfg.tau)
-            _put_setting(tx, WEIGHTED_SETTING, cfg.weighted)
+        own = project_keys(cfg.protocol)
+        for key in own:  # the project's from now on, in one place (the saved rest leaves them out)
+            _put_setting(tx, _SETTING_OF[key], getattr(cfg, key))
         if save_as is not None:
             dumped = cfg.model_dump(mode="json", by_alias=True, exclude_defaults=True)
-            rest = {k: v for k, v in dumped.items() if k not in _PANEL_KEYS and k != "protocol"}
+            rest = {k: v for k, v in dumped.items() if k not in _PANEL_KEYS and k != "protocol" and k not in own}
             _save_config(tx, _name(save_as, "save_as", "configuration"), cfg.protocol, rest)
     return tx.changes
 

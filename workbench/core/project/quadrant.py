@@ -19,11 +19,12 @@ a key without that prefix is round 1.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from workbench.core.project import _sql
 from workbench.core.project.changes import Changes
+from workbench.core.project.runs import RunListRow, run_list
 from workbench.core.project.store import Store, utc_now
 from workbench.core.protocols.rcp.config import DEFAULT_TAU, DEFAULT_THETA, DEFAULT_WEIGHT
 
@@ -37,24 +38,22 @@ EXCERPT_CHARS = 240
 
 
 @dataclass(frozen=True)
-class RcpRunRow:
-    """One RCP run as the run picker lists it."""
+class RcpRunRow(RunListRow):
+    """One RCP run as the run picker lists it: as every list names a run, with its artifact count."""
 
-    id: str
-    label: str
-    status: str
-    simulated: bool
-    started_at: str
-    artifacts: int
+    artifacts: int = 0
 
 
 def rcp_runs(store: Store, limit: int = 500) -> list[RcpRunRow]:
     """The newest ``limit`` RCP runs, newest first, with their artifact counts."""
-    rows = _sql.tuples(store, "SELECT r.id, r.label, r.status, r.simulated, r.started_at, "
-                              "(SELECT count(*) FROM artifacts a WHERE a.run_id = r.id) "
-                              "FROM runs r WHERE r.protocol = 'rcp' ORDER BY r.started_at DESC, r.rowid DESC LIMIT ?",
-                       (limit,))
-    return [RcpRunRow(i, label, status, bool(sim), started, n) for i, label, status, sim, started, n in rows]
+    listed = run_list(store, limit, protocol="rcp")
+    counts: dict[str, int] = {}
+    ids = [r.id for r in listed]
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        counts.update(_sql.tuples(store, f"SELECT run_id, count(*) FROM artifacts WHERE run_id IN "
+                                         f"({', '.join('?' * len(chunk))}) GROUP BY run_id", chunk))
+    return [RcpRunRow(**asdict(r), artifacts=counts.get(r.id, 0)) for r in listed]
 
 
 @dataclass(frozen=True)

@@ -263,11 +263,19 @@ def _run_texts(store: Store, run_ids: Iterable[str]) -> dict[str, tuple[str, ...
     return out
 
 
+# The listed kind (see .records) of each record kind a protocol may declare as its votes.
+_STAMPED = {"vote": "vote", "finding_vote": "finding_vote", "cons_ballot": "ballot"}
+
+
 def _stamps_of_run(store: Store, run_id: str, protocol: str | None) -> dict[tuple[str, str], Flag]:
-    """``{(record kind, voter): flag}`` for the rubber stamps of one run."""
-    kinds = {"rcp": ("vote",), "findings": ("finding_vote",), "cons": ("ballot",)}.get(protocol or "", ())
+    """``{(record kind, voter): flag}`` for the rubber stamps of one run: over the records its
+    protocol declares as its votes (``Protocol.validity``), when they are of a kind with values."""
+    from workbench.core import registry
+
+    declared = registry.protocols().get(protocol or "")
+    unit = declared.validity.kind if declared is not None and declared.validity is not None else None
     out: dict[tuple[str, str], Flag] = {}
-    for kind in kinds:
+    for kind in (_STAMPED[unit],) if unit in _STAMPED else ():
         sql, what = _STAMP_SQL[kind]
         rows = _sql.tuples(store, sql, (run_id,))
         if kind == "ballot":

@@ -14,11 +14,12 @@ from typing import Any
 from workbench.core.project import _sql
 from workbench.core.project.audit import AuditNote, notes_for
 from workbench.core.project.calls import CallDetail, call_detail
+from workbench.core.project.protocol_records import READ_COLUMNS
 from workbench.core.project.records import BRANCH, rcp_tiers, round_of_label
 from workbench.core.project.store import Store
 
 _TABLE = {"call": "llm_calls", "trace": "traces", "vote": "votes", "ballot": "cons_ballots",
-          "finding": "findings", "finding_vote": "finding_votes"}
+          "finding": "findings", "finding_vote": "finding_votes", "protocol_record": "protocol_records"}
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,8 @@ def record_detail(store: Store, kind: str, record_id: Any) -> RecordDetail | Non
     round), ``stored`` (its run's stored-versus-recomputed checks) and ``arm`` (the run's
     metrics report, without the checks); a vote's ``artifact`` and ``state`` (its resonance
     state); a call's ``products`` (the rows its reply became); a ballot's ``question``; a
-    finding's ``votes``; a finding vote's ``finding``."""
+    finding's ``votes``; a finding vote's ``finding``; a protocol record's ``data`` (its JSON) and
+    ``record_kind`` (the protocol's own name for it)."""
     table = _TABLE.get(kind)
     if table is None:
         return None
@@ -52,7 +54,7 @@ def record_detail(store: Store, kind: str, record_id: Any) -> RecordDetail | Non
             record_id = int(record_id)
         except (TypeError, ValueError):
             return None
-    row = _sql.get(store, table, record_id)
+    row = _get(store, kind, table, record_id)
     if row is None:
         return None
     run_id = row.get("run_id")
@@ -72,7 +74,7 @@ def record_detail(store: Store, kind: str, record_id: Any) -> RecordDetail | Non
         extras["other_json"] = trace_json(other) if other is not None else None
         extras["verdicts"] = {"this": trace_verdict(extras["trace_json"]),
                               "other": trace_verdict(extras["other_json"]) if other is not None else None}
-        report = _arm_report(run)
+        report = _arm_report(store, run)
         extras["stored"] = report.get("stored") or []
         extras["arm"] = {k: v for k, v in report.items() if k != "stored"}
     elif kind == "vote":
@@ -88,8 +90,18 @@ def record_detail(store: Store, kind: str, record_id: Any) -> RecordDetail | Non
         extras["votes"] = _sql.rows(store, "finding_votes", "finding_id = ?", (record_id,), order_by="id")
     elif kind == "finding_vote":
         extras["finding"] = _sql.get(store, "findings", row["finding_id"])
+    elif kind == "protocol_record":
+        extras["record_kind"] = row["kind"]
+        extras["data"] = row["data_json"]
     notes = tuple(notes_for(store, kind, record_id))
     return RecordDetail(kind, record_id, row, run, call, extras, notes)
+
+
+def _get(store: Store, kind: str, table: str, record_id: Any) -> dict[str, Any] | None:
+    if kind == "protocol_record":  # its data as stored, even when another program left it malformed
+        found = _sql.query(store, f"SELECT {READ_COLUMNS} FROM protocol_records WHERE id = ?", (record_id,))
+        return found[0] if found else None
+    return _sql.get(store, table, record_id)
 
 
 def _run(store: Store, run_id: str) -> dict[str, Any] | None:
@@ -100,17 +112,31 @@ def _run(store: Store, run_id: str) -> dict[str, Any] | None:
                                 "provenance_json", "summary_json", "config_json", "started_at")}
 
 
-def _arm_report(run: dict | None) -> dict:
-    """The run's metrics report: the summary itself for an imported file, ``summary.arm`` for a run."""
-    if not run or run.get("protocol") != "arm":
+def _arm_report(store: Store, run: dict | None) -> dict:
+    """The metrics report of a trace's run (a trace is an ARM trace, whoever stored it),
+    recomputed from what the project holds, so that a run stored by an earlier workbench is
+    checked by today's code under the rules of its own version (SPEC §11). A run not finished yet
+    has nothing to rebuild from: then the report stored with it (the summary itself for an
+    imported file, ``summary.arm`` for a run), if any."""
+    if not run:
         return {}
     summary = run.get("summary_json") or {}
-    report = summary.get("arm") if isinstance(summary.get("arm"), dict) else summary
-    return report if isinstance(report, dict) else {}
+    kept = summary.get("arm") if isinstance(summary.get("arm"), dict) else summary
+    if isinstance((run.get("provenance_json") or {}).get("upstream"), dict):
+        from workbench.core.errors import InputError
+        from workbench.core.project.arm_import import export_arm_run
+        from workbench.core.protocols.arm import metrics_report
+
+        try:
+            return metrics_report(export_arm_run(store, run["id"]))
+        except (InputError, KeyError, TypeError):  # an older project's provenance: keep what it stored
+            pass
+    return kept if isinstance(kept, dict) else {}
 
 
 def _state(run: dict | None, key: str | None) -> dict | None:
-    if not run or key is None or run.get("protocol") != "rcp":
+    """The artifact's resonance state, when its run's summary classifies artifacts (as RCP's does)."""
+    if not run or key is None:
         return None
     for rnd in (run.get("summary_json") or {}).get("rounds") or []:
         for state in rnd.get("states") or []:
@@ -137,6 +163,9 @@ def _products(store: Store, call: dict) -> list[dict]:
     for fid, finding, status in _sql.tuples(
             store, "SELECT id, finding_id, status FROM finding_votes WHERE run_id = ? AND call_id = ?", (run_id, cid)):
         out.append({"kind": "finding_vote", "id": fid, "finding": finding, "status": status})
+    for pid, record_kind, key in _sql.tuples(
+            store, "SELECT id, kind, key FROM protocol_records WHERE call_id = ? ORDER BY id", (cid,)):
+        out.append({"kind": "protocol_record", "id": pid, "record_kind": record_kind, "key": key})
     return out
 
 
@@ -186,48 +215,70 @@ class Side:
 
 
 def run_sides(store: Store, run_id: str) -> list[Side]:
-    """What each agent said in each round of a run: ARM traces, RCP artifacts (with the approvals
-    they drew), finding votes, CONS ballots; other calls otherwise."""
+    """What each agent said in each round of a run, by the record kind its protocol declares as
+    the run's votes (``Protocol.validity``): ARM traces, RCP artifacts (with the approvals they
+    drew), finding votes, CONS ballots; the run's calls for any other protocol."""
     run = _run(store, run_id)
     if run is None:
         return []
-    protocol = run["protocol"]
-    if protocol == "arm":
-        return [Side(r, role, "", "trace", i, claim or "", _num(conf), bool(ok))
-                for i, r, role, claim, conf, ok in _sql.tuples(
-                    store, "SELECT id, round_no, role, claim, confidence, ok FROM traces "
-                           "WHERE run_id = ? AND is_current = 1 ORDER BY round_no, id", (run_id,))]
-    if protocol == "rcp":
-        tiers = rcp_tiers(store, [run_id])
-        out = []
-        for aid, key, author, text, kind, approvals, cast in _sql.tuples(
-                store, "SELECT a.id, a.key, a.author_agent, a.content, rd.kind, "
-                       "(SELECT count(*) FROM votes v WHERE v.artifact_id = a.id AND v.value = 1), "
-                       "(SELECT count(*) FROM votes v WHERE v.artifact_id = a.id AND v.value IS NOT NULL) "
-                       "FROM artifacts a LEFT JOIN rounds rd ON rd.id = a.round_id WHERE a.run_id = ? ORDER BY a.id",
-                (run_id,)):
-            tier = tiers.get((run_id, key))
-            value = f"{approvals}/{cast} approve" + (f" · {tier}" if tier else "")
-            out.append(Side(round_of_label(kind or "") or _round_of_key(key), author or "?", "", "artifact", aid,
-                            text or "", value, True))
-        return out
-    if protocol == "findings":
-        return [Side(1, agent, finding, "finding_vote", i, f"{vote or 'invalid'}: {reason or invalid or ''}",
-                     _num(conf), status == "valid")
-                for i, finding, agent, vote, conf, reason, invalid, status in _sql.tuples(
-                    store, "SELECT id, finding_id, agent, vote_type, confidence, reason, invalid_reason, status "
-                           "FROM finding_votes WHERE run_id = ? ORDER BY id", (run_id,))]
-    if protocol == "cons":
-        return [Side(rnd + 1, agent, "", "ballot", i, f"{vote or 'invalid'} {option or ''}: {why or ''}".strip(),
-                     _num(conf), status == "valid")
-                for i, rnd, agent, option, vote, conf, why, status in _sql.tuples(
-                    store, "SELECT b.id, b.challenge_round, b.agent_id, b.option, b.vote, b.confidence, "
-                           "coalesce(b.rationale, b.invalid_reason), b.status FROM cons_ballots b "
-                           "JOIN cons_questions q ON q.id = b.question_id WHERE q.run_id = ? ORDER BY b.id", (run_id,))]
+    from workbench.core import registry
+
+    declared = registry.protocols().get(run["protocol"])
+    unit = declared.validity.kind if declared is not None and declared.validity is not None else None
+    return _SIDES.get(unit, _call_sides)(store, run_id)
+
+
+def _trace_sides(store: Store, run_id: str) -> list[Side]:
+    return [Side(r, role, "", "trace", i, claim or "", _num(conf), bool(ok))
+            for i, r, role, claim, conf, ok in _sql.tuples(
+                store, "SELECT id, round_no, role, claim, confidence, ok FROM traces "
+                       "WHERE run_id = ? AND is_current = 1 ORDER BY round_no, id", (run_id,))]
+
+
+def _artifact_sides(store: Store, run_id: str) -> list[Side]:
+    """Votes are on artifacts: each artifact, by its author, with the approvals it drew."""
+    tiers = rcp_tiers(store, [run_id])
+    out = []
+    for aid, key, author, text, kind, approvals, cast in _sql.tuples(
+            store, "SELECT a.id, a.key, a.author_agent, a.content, rd.kind, "
+                   "(SELECT count(*) FROM votes v WHERE v.artifact_id = a.id AND v.value = 1), "
+                   "(SELECT count(*) FROM votes v WHERE v.artifact_id = a.id AND v.value IS NOT NULL) "
+                   "FROM artifacts a LEFT JOIN rounds rd ON rd.id = a.round_id WHERE a.run_id = ? ORDER BY a.id",
+            (run_id,)):
+        tier = tiers.get((run_id, key))
+        value = f"{approvals}/{cast} approve" + (f" · {tier}" if tier else "")
+        out.append(Side(round_of_label(kind or "") or _round_of_key(key), author or "?", "", "artifact", aid,
+                        text or "", value, True))
+    return out
+
+
+def _finding_vote_sides(store: Store, run_id: str) -> list[Side]:
+    return [Side(1, agent, finding, "finding_vote", i, f"{vote or 'invalid'}: {reason or invalid or ''}",
+                 _num(conf), status == "valid")
+            for i, finding, agent, vote, conf, reason, invalid, status in _sql.tuples(
+                store, "SELECT id, finding_id, agent, vote_type, confidence, reason, invalid_reason, status "
+                       "FROM finding_votes WHERE run_id = ? ORDER BY id", (run_id,))]
+
+
+def _ballot_sides(store: Store, run_id: str) -> list[Side]:
+    return [Side(rnd + 1, agent, "", "ballot", i, f"{vote or 'invalid'} {option or ''}: {why or ''}".strip(),
+                 _num(conf), status == "valid")
+            for i, rnd, agent, option, vote, conf, why, status in _sql.tuples(
+                store, "SELECT b.id, b.challenge_round, b.agent_id, b.option, b.vote, b.confidence, "
+                       "coalesce(b.rationale, b.invalid_reason), b.status FROM cons_ballots b "
+                       "JOIN cons_questions q ON q.id = b.question_id WHERE q.run_id = ? ORDER BY b.id", (run_id,))]
+
+
+def _call_sides(store: Store, run_id: str) -> list[Side]:
     return [Side(round_of_label(kind or ""), agent or "?", step, "call", i, (text or "")[:2000], status, status == "ok")
             for i, step, agent, kind, text, status in _sql.tuples(
                 store, "SELECT c.id, c.step_key, c.agent_id, rd.kind, c.reply_text, c.status FROM llm_calls c "
                        "LEFT JOIN rounds rd ON rd.id = c.round_id WHERE c.run_id = ? ORDER BY c.id", (run_id,))]
+
+
+# By the record kind that holds a run's votes (its protocol's ValidityUnit.kind).
+_SIDES = {"trace": _trace_sides, "vote": _artifact_sides, "finding_vote": _finding_vote_sides,
+          "cons_ballot": _ballot_sides}
 
 
 def _round_of_key(key: str) -> int | None:

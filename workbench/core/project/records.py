@@ -1,5 +1,7 @@
-"""Every record of the project in one list: calls, traces, votes, ballots, findings and finding
-votes (the Trace Inspector's list), filtered, sorted and paged in SQL.
+"""Every record of the project in one list: calls, traces, votes, ballots, findings, finding
+votes and the records protocols keep in ``protocol_records`` (a plugin's own kinds), the Trace
+Inspector's list, filtered, sorted and paged in SQL. The branches are record KINDS (a project
+concept); no protocol is named: a plugin's records are listed like any.
 
 The list is a ``UNION ALL`` of one branch per table over a common set of columns (:data:`COLUMNS`).
 Filters (:class:`RecordFilter`) become ``WHERE`` terms with parameters, never user text in the
@@ -12,8 +14,9 @@ A window is read in two steps, so a sort never drags wide columns through the so
    the window falls in; sorted by a column, each branch gives its first ``offset + limit`` rows
    in that order and the union is cut to the window;
 2. the rows: each kind's display columns for the keys it has in the window (by primary key).
-An RCP record's tier (its artifact's resonance state in the run's summary) is looked up in
-Python for the rows shown; filtering or sorting by tier reads the states in SQL.
+A record's tier (its artifact's resonance state, from any run whose summary classifies its
+artifacts into ``rounds`` of ``states``, as RCP's does) is looked up in Python for the rows shown;
+filtering or sorting by tier reads the states in SQL.
 """
 
 from __future__ import annotations
@@ -23,9 +26,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
 
 from workbench.core.project import _sql
+from workbench.core.project.runs import run_list
 from workbench.core.project.search import SearchPlan, condition
 from workbench.core.project.store import Store
 
+# The kinds the GUI's kind filter offers, each with a label there (ui/widgets/record_filters.py
+# KIND_LABELS); the list holds every kind of BRANCH, "protocol_record" too, which joins this
+# tuple once the GUI names it.
 KINDS = ("call", "trace", "vote", "ballot", "finding", "finding_vote")
 COLUMNS = ("kind", "id", "run_id", "batch_id", "protocol", "agent", "round", "phase", "provider", "tier",
            "flags", "validity", "simulated", "time", "audit", "text")
@@ -35,11 +42,16 @@ QUALITY_FILTERS = ("any", "template_echo", "cut_at_cap", "rubber_stamp")  # see 
 TIERS = ("positive_consensus", "positive_polar", "negative_polar", "negative_consensus")
 CALL_FAILED = "[CALL FAILED]"
 
-# The resonance states of every RCP run's rounds, as (run, artifact key, tier): read only when a
-# filter or sort needs tiers in SQL.
+# The resonance states of every run whose summary classifies artifacts into tiers (``rounds`` of
+# ``states``, as RCP's does), as (run, artifact key, tier): read only when a filter or sort needs
+# tiers in SQL. A summary without them gives no row.
 _TIERS_CTE = ("tiers AS MATERIALIZED (SELECT r.id AS run_id, json_extract(s.value, '$.artifact') AS akey, "
               "json_extract(s.value, '$.tier') AS tier FROM runs r, json_each(r.summary_json, '$.rounds') rr, "
-              "json_each(rr.value, '$.states') s WHERE r.protocol = 'rcp' AND json_valid(r.summary_json))")
+              "json_each(rr.value, '$.states') s WHERE json_valid(r.summary_json))")
+# Records made outside any run (the Consensus Server's MCP tools: a finding, its votes, a CONS
+# ballot) belong to the protocol whose tables they are in: the one place that says which, for the
+# protocol column and filter (tests/core/test_records.py checks it against the declarations).
+RUNLESS_OWNER = {"ballot": "cons", "finding": "findings", "finding_vote": "findings"}
 _ROUND_OF_LABEL = "CASE WHEN {k} LIKE 'Round %' THEN CAST(substr({k}, 7) AS INTEGER) END"
 _LATEST_NOTES = "id IN (SELECT max(id) FROM audit_notes GROUP BY record_kind, record_id)"
 
@@ -95,6 +107,9 @@ _RUN_JOIN = "LEFT JOIN runs r ON r.id = {run}"
 _ROUND_JOIN = "LEFT JOIN rounds rd ON rd.id = {alias}.round_id"
 _VALIDITY_CALL = "CASE c.status WHEN 'ok' THEN 'ok' WHEN 'invalid' THEN 'invalid' ELSE 'failed' END"
 _VALIDITY_VOTE = "CASE {a}.status WHEN 'valid' THEN 'ok' WHEN 'invalid' THEN 'invalid' ELSE 'failed' END"
+# A protocol record is invalid when its data says ``"valid": false`` (CASE tests json_valid first).
+_RECORD_INVALID = ("CASE WHEN json_valid(pr.data_json) THEN coalesce(json_extract(pr.data_json, '$.valid'), 1) = 0 "
+                   "ELSE 0 END")
 
 BRANCHES: tuple[_Branch, ...] = (
     _Branch("call", 0, "llm_calls c", "c.id", "c",
@@ -139,7 +154,7 @@ BRANCHES: tuple[_Branch, ...] = (
             {"q": "LEFT JOIN cons_questions q ON q.id = b.question_id", "r": _RUN_JOIN.format(run="q.run_id"),
              "c": "LEFT JOIN llm_calls c ON c.id = b.call_id"},
             _cols(id="b.id", run_id=("q.run_id", ("q",)), batch_id=("r.batch_id", ("q", "r")),
-                  protocol=("coalesce(r.protocol, 'cons')", ("q", "r")), agent="b.agent_id",
+                  protocol=(f"coalesce(r.protocol, '{RUNLESS_OWNER['ballot']}')", ("q", "r")), agent="b.agent_id",
                   round="b.challenge_round + 1",
                   phase="CASE WHEN b.challenge_round > 0 THEN 'challenge ' || b.challenge_round ELSE 'ballot' END",
                   provider=("c.provider", ("c",)), flags="NULL", validity=_VALIDITY_VOTE.format(a="b"),
@@ -151,7 +166,8 @@ BRANCHES: tuple[_Branch, ...] = (
     _Branch("finding", 4, "findings f", "f.rowid", "f",
             {"r": _RUN_JOIN.format(run="f.run_id")},
             _cols(id="f.id", run_id="f.run_id", batch_id=("r.batch_id", ("r",)),
-                  protocol=("coalesce(r.protocol, 'findings')", ("r",)), agent="f.created_by", round="NULL",
+                  protocol=(f"coalesce(r.protocol, '{RUNLESS_OWNER['finding']}')", ("r",)), agent="f.created_by",
+                  round="NULL",
                   phase="'finding'", provider="NULL", flags="NULL", validity="'ok'",
                   simulated=("coalesce(r.simulated, 0)", ("r",)), time="f.created_at", text="f.claim", akey="NULL",
                   audit=_audit_col("finding", "f.id")),
@@ -159,13 +175,26 @@ BRANCHES: tuple[_Branch, ...] = (
     _Branch("finding_vote", 5, "finding_votes fv", "fv.id", "fv",
             {"r": _RUN_JOIN.format(run="fv.run_id"), "c": "LEFT JOIN llm_calls c ON c.id = fv.call_id"},
             _cols(id="fv.id", run_id="fv.run_id", batch_id=("r.batch_id", ("r",)),
-                  protocol=("coalesce(r.protocol, 'findings')", ("r",)), agent="fv.agent", round="NULL",
+                  protocol=(f"coalesce(r.protocol, '{RUNLESS_OWNER['finding_vote']}')", ("r",)), agent="fv.agent",
+                  round="NULL",
                   phase="'finding vote'", provider=("c.provider", ("c",)), flags="NULL",
                   validity=_VALIDITY_VOTE.format(a="fv"), simulated="fv.simulated", time="fv.created_at",
                   text="coalesce(fv.vote_type, 'invalid') || coalesce(' ' || fv.confidence, '') || ' on ' || "
                        "fv.finding_id || coalesce(': ' || coalesce(nullif(fv.reason, ''), fv.invalid_reason), '')",
                   akey="NULL", audit=_audit_col("finding_vote", "fv.id")),
             "fv.id"),
+    # What a protocol keeps of its own kinds (a plugin's critique, say): the kind, key and data.
+    _Branch("protocol_record", 6, "protocol_records pr", "pr.id", "pr",
+            {"r": _RUN_JOIN.format(run="pr.run_id"), "rd": _ROUND_JOIN.format(alias="pr"),
+             "c": "LEFT JOIN llm_calls c ON c.id = pr.call_id"},
+            _cols(id="pr.id", run_id="pr.run_id", batch_id=("r.batch_id", ("r",)), protocol="pr.protocol",
+                  agent="pr.agent_id", round=(_ROUND_OF_LABEL.format(k="rd.kind"), ("rd",)),
+                  phase=("coalesce(rd.kind, pr.kind)", ("rd",)), provider=("c.provider", ("c",)), flags="NULL",
+                  validity=f"CASE WHEN {_RECORD_INVALID} THEN 'invalid' ELSE 'ok' END", simulated="pr.simulated",
+                  time="pr.created_at",
+                  text="pr.kind || coalesce(' ' || pr.key, '') || ': ' || substr(pr.data_json, 1, 240)",
+                  akey="NULL", audit=_audit_col("protocol_record", "pr.id")),
+            "pr.id"),
 )
 BRANCH = {b.kind: b for b in BRANCHES}
 SORTABLE = tuple(c for c in COLUMNS)
@@ -176,28 +205,34 @@ def _runs_in(sub: str) -> dict[str, str]:
     """Per kind: the record's run in ``sub`` (an SQL set of run ids)."""
     return {"call": f"c.run_id IN ({sub})", "trace": f"t.run_id IN ({sub})", "vote": f"v.run_id IN ({sub})",
             "ballot": f"b.question_id IN (SELECT id FROM cons_questions WHERE run_id IN ({sub}))",
-            "finding": f"f.run_id IN ({sub})", "finding_vote": f"fv.run_id IN ({sub})"}
+            "finding": f"f.run_id IN ({sub})", "finding_vote": f"fv.run_id IN ({sub})",
+            "protocol_record": f"pr.run_id IN ({sub})"}
 
 
-_RUNLESS_PROTOCOL = {"ballot": ("cons", "b.question_id IN (SELECT id FROM cons_questions WHERE run_id IS NULL)"),
-                     "finding": ("findings", "f.run_id IS NULL"), "finding_vote": ("findings", "fv.run_id IS NULL")}
+_RUNLESS = {"ballot": "b.question_id IN (SELECT id FROM cons_questions WHERE run_id IS NULL)",
+            "finding": "f.run_id IS NULL", "finding_vote": "fv.run_id IS NULL"}
 _AGENT = {"call": "c.agent_id = ?", "trace": "coalesce(t.agent_id, t.role) = ?", "vote": "v.voter_agent = ?",
-          "ballot": "b.agent_id = ?", "finding": "f.created_by = ?", "finding_vote": "fv.agent = ?"}
+          "ballot": "b.agent_id = ?", "finding": "f.created_by = ?", "finding_vote": "fv.agent = ?",
+          "protocol_record": "pr.agent_id = ?"}
 _ROUNDS_WHERE = "SELECT id FROM rounds WHERE " + _ROUND_OF_LABEL.format(k="kind") + " = ?"
 _ROUND = {"call": f"c.round_id IN ({_ROUNDS_WHERE})", "trace": "t.round_no = ?",
-          "vote": f"v.round_id IN ({_ROUNDS_WHERE})", "ballot": "b.challenge_round + 1 = ?"}
+          "vote": f"v.round_id IN ({_ROUNDS_WHERE})", "ballot": "b.challenge_round + 1 = ?",
+          "protocol_record": f"pr.round_id IN ({_ROUNDS_WHERE})"}
 _PHASE = {"call": "(c.round_id IN (SELECT id FROM rounds WHERE kind = ?) OR (c.round_id IS NULL AND c.purpose = ?))",
           "trace": "(t.round_id IN (SELECT id FROM rounds WHERE kind = ?) OR (t.round_id IS NULL AND "
                    "'round ' || t.round_no = ?))",
           "vote": "(v.round_id IN (SELECT id FROM rounds WHERE kind = ?) OR (v.round_id IS NULL AND "
                   "CASE WHEN v.ballot_mode THEN 'ballot' ELSE 'vote' END = ?))",
           "ballot": "CASE WHEN b.challenge_round > 0 THEN 'challenge ' || b.challenge_round ELSE 'ballot' END = ?",
-          "finding": "'finding' = ?", "finding_vote": "'finding vote' = ?"}
+          "finding": "'finding' = ?", "finding_vote": "'finding vote' = ?",
+          "protocol_record": "(pr.round_id IN (SELECT id FROM rounds WHERE kind = ?) OR (pr.round_id IS NULL AND "
+                             "pr.kind = ?))"}
 # A vote's provider is its call's: one primary-key lookup per row (none for a vote without a call).
 _PROVIDER = {"call": "c.provider = ?", "trace": "t.provider = ?",
              "vote": "(SELECT c2.provider FROM llm_calls c2 WHERE c2.id = v.call_id) = ?",
              "ballot": "(SELECT c2.provider FROM llm_calls c2 WHERE c2.id = b.call_id) = ?",
-             "finding_vote": "(SELECT c2.provider FROM llm_calls c2 WHERE c2.id = fv.call_id) = ?"}
+             "finding_vote": "(SELECT c2.provider FROM llm_calls c2 WHERE c2.id = fv.call_id) = ?",
+             "protocol_record": "(SELECT c2.provider FROM llm_calls c2 WHERE c2.id = pr.call_id) = ?"}
 _TIER_ARTIFACTS = ("SELECT a2.id FROM artifacts a2 JOIN tiers tt ON tt.run_id = a2.run_id AND tt.akey = a2.key "
                    "WHERE tt.tier = ?")
 _TIER = {"call": f"(c.id IN (SELECT a3.call_id FROM artifacts a3 WHERE a3.id IN ({_TIER_ARTIFACTS})) OR c.id IN "
@@ -211,12 +246,14 @@ _VALIDITY = {
     "ballot": {"ok": "b.status = 'valid'", "invalid": "b.status = 'invalid'"},
     "finding": {"ok": "1"},
     "finding_vote": {"ok": "fv.status = 'valid'", "invalid": "fv.status = 'invalid'"},
+    "protocol_record": {"ok": f"NOT ({_RECORD_INVALID})", "invalid": _RECORD_INVALID},
 }
 _SIMULATED = {"call": "c.simulated = ?", "trace": "t.simulated = ?", "vote": "v.simulated = ?",
               "ballot": "b.simulated = ?", "finding": "coalesce((SELECT simulated FROM runs WHERE id = f.run_id), 0) = ?",
-              "finding_vote": "fv.simulated = ?"}
+              "finding_vote": "fv.simulated = ?", "protocol_record": "pr.simulated = ?"}
 _QUALITY_KINDS = ("call", "vote", "ballot", "finding_vote")
-_INT_KEY = {"call": "c.id", "trace": "t.id", "vote": "v.id", "ballot": "b.id", "finding_vote": "fv.id"}
+_INT_KEY = {"call": "c.id", "trace": "t.id", "vote": "v.id", "ballot": "b.id", "finding_vote": "fv.id",
+            "protocol_record": "pr.id"}
 
 
 def _audit(kind: str, verdict: str) -> tuple[str, tuple]:
@@ -247,10 +284,9 @@ def _where(branch: _Branch, f: RecordFilter, search: SearchPlan | None) -> tuple
     if f.batch:
         add(_runs_in("SELECT id FROM runs WHERE batch_id = ?")[kind], f.batch)
     if f.protocol:
-        runless = _RUNLESS_PROTOCOL.get(kind)
         within = _runs_in("SELECT id FROM runs WHERE protocol = ?")[kind]
-        if runless and runless[0] == f.protocol:
-            add(f"({within} OR {runless[1]})", f.protocol)
+        if kind in _RUNLESS and RUNLESS_OWNER[kind] == f.protocol:
+            add(f"({within} OR {_RUNLESS[kind]})", f.protocol)
         else:
             add(within, f.protocol)
     if f.agent:
@@ -335,7 +371,7 @@ def counts(store: Store, f: RecordFilter = RecordFilter(), search: SearchPlan | 
         parts.append(f"({_branch_sql(branch, 'count(*)', (), terms)})")
         params += values
         kinds.append(branch.kind)
-    out = dict.fromkeys(KINDS, 0)
+    out = dict.fromkeys(BRANCH, 0)
     if parts:
         row = _sql.tuples(store, _with(f, None) + "SELECT " + ", ".join(parts), params)[0]
         out.update(zip(kinds, row))
@@ -474,14 +510,14 @@ def _flags_text(value: object) -> str:
 
 
 def _add_tiers(store: Store, rows: list[dict]) -> None:
-    runs = {r["run_id"] for r in rows if r.get("akey") and r.get("protocol") == "rcp"}
+    runs = {r["run_id"] for r in rows if r.get("akey")}
     tiers = rcp_tiers(store, runs)
     for row in rows:
         row["tier"] = tiers.get((row["run_id"], row.pop("akey", None)))
 
 
 def rcp_tiers(store: Store, run_ids: Iterable[str]) -> dict[tuple[str, str], str]:
-    """``{(run, artifact key): tier}`` from these RCP runs' summaries."""
+    """``{(run, artifact key): tier}`` from these runs' summaries (those that classify artifacts)."""
     ids = sorted(set(run_ids))
     out: dict[tuple[str, str], str] = {}
     for start in range(0, len(ids), 500):
@@ -518,6 +554,9 @@ def position(store: Store, f: RecordFilter, kind: str, record_id: object, *, sea
 
 
 # ----- what the filters offer --------------------------------------------------------------------
+MAX_FACET_RUNS = 100_000  # every run of any project the workbench makes (bench/scale.py: 1,000)
+
+
 @dataclass(frozen=True)
 class Facets:
     """The values each filter offers, from what the project holds."""
@@ -530,6 +569,7 @@ class Facets:
     phases: tuple[str, ...] = ()
     providers: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
+    run_rows: tuple = ()  # the runs as every list names them (runs.RunListRow), in the order of ``runs``
 
     def merge(self, other: Facets) -> Facets:
         """Values of both (runs and batches as ``other`` has them: those lists are read whole)."""
@@ -538,20 +578,22 @@ class Facets:
         return Facets(other.runs, other.batches, both(self.protocols, other.protocols),
                       both(self.agents, other.agents), both(self.rounds, other.rounds),
                       both(self.phases, other.phases), both(self.providers, other.providers),
-                      both(self.flags, other.flags))
+                      both(self.flags, other.flags), other.run_rows)
 
 
 def facets(store: Store, runs: Iterable[str] | None = None) -> Facets:
     """The filter values; with ``runs``, only the agents, rounds, phases, providers and flags of
     those runs' records are read (merge them into the previous facets: :meth:`Facets.merge`)."""
     only = None if runs is None else sorted(set(runs))
-    run_rows = _sql.tuples(store, "SELECT id, label, protocol FROM runs ORDER BY started_at DESC, id")
+    listed = run_list(store, MAX_FACET_RUNS)
+    run_rows = [(r.id, r.label, r.protocol) for r in listed]
     batches = _sql.tuples(store, "SELECT id, name FROM batches ORDER BY created_at DESC, id")
     protocols = {p for _, _, p in run_rows}
-    if _sql.tuples(store, "SELECT 1 FROM findings LIMIT 1"):
-        protocols.add("findings")
-    if _sql.tuples(store, "SELECT 1 FROM cons_ballots LIMIT 1"):
-        protocols.add("cons")
+    if _sql.tuples(store, "SELECT 1 FROM findings WHERE run_id IS NULL LIMIT 1"):
+        protocols.add(RUNLESS_OWNER["finding"])
+    if _sql.tuples(store, "SELECT 1 FROM cons_ballots b JOIN cons_questions q ON q.id = b.question_id "
+                          "WHERE q.run_id IS NULL LIMIT 1"):
+        protocols.add(RUNLESS_OWNER["ballot"])
 
     def distinct(sql: str, run_col: str, joiner: str = "WHERE") -> set:
         values: list = []
@@ -569,7 +611,8 @@ def facets(store: Store, runs: Iterable[str] | None = None) -> Facets:
               | distinct("SELECT DISTINCT voter_agent FROM votes", "run_id")
               | distinct("SELECT DISTINCT b.agent_id FROM cons_ballots b JOIN cons_questions q ON q.id = b.question_id",
                          "q.run_id")
-              | distinct("SELECT DISTINCT agent FROM finding_votes", "run_id"))
+              | distinct("SELECT DISTINCT agent FROM finding_votes", "run_id")
+              | distinct("SELECT DISTINCT agent_id FROM protocol_records", "run_id"))
     if only is None:
         agents |= distinct("SELECT DISTINCT agent_id FROM cons_ballots", "")
         agents |= distinct("SELECT DISTINCT created_by FROM findings", "")
@@ -579,6 +622,7 @@ def facets(store: Store, runs: Iterable[str] | None = None) -> Facets:
     rounds |= distinct("SELECT DISTINCT b.challenge_round + 1 FROM cons_ballots b JOIN cons_questions q "
                        "ON q.id = b.question_id", "q.run_id")
     phases = labels | distinct("SELECT DISTINCT purpose FROM llm_calls WHERE round_id IS NULL", "run_id", "AND")
+    phases |= distinct("SELECT DISTINCT kind FROM protocol_records WHERE round_id IS NULL", "run_id", "AND")
     phases |= {("challenge " + str(n - 1)) if n > 1 else "ballot" for n in
                distinct("SELECT DISTINCT b.challenge_round + 1 FROM cons_ballots b JOIN cons_questions q "
                         "ON q.id = b.question_id", "q.run_id")}
@@ -593,7 +637,8 @@ def facets(store: Store, runs: Iterable[str] | None = None) -> Facets:
                      "WHERE json_valid(t.flags_json) AND json_type(t.flags_json) = 'array'", "t.run_id", "AND")
     return Facets(tuple(run_rows), tuple(batches), tuple(sorted(protocols)), tuple(sorted(agents, key=str)),
                   tuple(sorted(int(r) for r in rounds)), tuple(sorted(phases, key=str)),
-                  tuple(sorted(providers, key=str)), tuple(sorted((str(f) for f in flags), key=str.casefold)))
+                  tuple(sorted(providers, key=str)), tuple(sorted((str(f) for f in flags), key=str.casefold)),
+                  tuple(listed))
 
 
 def round_of_label(label: str) -> int | None:

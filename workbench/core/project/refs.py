@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 # The kinds of record a link can name, and the table each lives in.
 KINDS = {"call": "llm_calls", "trace": "traces", "vote": "votes", "ballot": "cons_ballots",
-         "finding": "findings", "finding_vote": "finding_votes", "artifact": "artifacts", "run": "runs"}
+         "finding": "findings", "finding_vote": "finding_votes", "protocol_record": "protocol_records",
+         "artifact": "artifacts", "run": "runs"}
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,6 @@ replaces its earlier failed record instead of adding a duplicate.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -18,11 +16,9 @@ from workbench.core.project.changes import Changes
 from workbench.core.runs.config import RunConfig
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply
 from workbench.core.project._sql import Transaction
-from workbench.core.project.finding_scores import refresh_scores, vote_time
-from workbench.core.project.findings import claim_findings
+from workbench.core.project.protocol_records import Where, write_records
 from workbench.core.project.store import Store, utc_now
 from workbench.core.project import _sql
-
 
 
 @dataclass
@@ -59,7 +55,9 @@ def clipped(rec: CallRecord) -> CallRecord:
         return rec
     meta = {**rec.reply.meta, **({"clipped": note} if note else {}), **({"response_raw_clipped": raw_note} if raw_note else {})}
     gateway = {**rec.gateway, "response_raw": raw} if raw_note else rec.gateway
-    return replace(rec, reply=replace(rec.reply, text=text, meta=meta), gateway=gateway)
+    # A reading of the whole reply is dropped: the protocol reads the reply as it is kept.
+    reading = rec.reply.reading if note is None else None
+    return replace(rec, reply=replace(rec.reply, text=text, meta=meta, reading=reading), gateway=gateway)
 
 
 def prepare_run(store: Store, run_id: str, cfg: RunConfig) -> Changes:
@@ -70,20 +68,12 @@ def prepare_run(store: Store, run_id: str, cfg: RunConfig) -> Changes:
 
 
 def _prepare(tx: Transaction, run_id: str, cfg: RunConfig) -> None:
-    now = utc_now()
-    if cfg.protocol == "findings":
-        # A finding is its id and its claim: an id held by another claim is refused, never reused.
-        claim_findings(tx, run_id, cfg.findings)
-    elif cfg.protocol == "cons":
-        tx.execute("INSERT OR IGNORE INTO cons_questions (id, run_id, question, options_json, consensus_threshold, "
-                   "min_voters, max_challenge_rounds, single_claim, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                   (_question_id(cfg, run_id), run_id, cfg.query, json.dumps(cfg.options), cfg.consensus_threshold,
-                    cfg.min_voters, cfg.max_challenge_rounds, int(len(cfg.options) == 1), now, now),
-                   tables=("cons_questions",))
+    """What the protocol declares it needs before its first call (``Protocol.prepare``)."""
+    from workbench.core import registry
 
-
-def _question_id(cfg: RunConfig, run_id: str) -> str:
-    return f"{cfg.question_id}@{run_id}"  # a question id is unique per run, so runs never collide
+    protocol = registry.get(cfg.protocol)
+    if protocol.prepare is not None:
+        write_records(tx, Where(run_id, cfg.protocol), protocol.prepare(cfg, run_id))
 
 
 def record_call(store: Store, run_id: str, round_id: int, rec: CallRecord, cfg: RunConfig) -> tuple[int, Changes]:
@@ -142,6 +132,7 @@ def _insert_call(tx: Transaction, run_id: str, round_id: int, rec: CallRecord, s
             "prompt_tokens": g.get("prompt_tokens"), "completion_tokens": g.get("completion_tokens"),
             "total_tokens": g.get("total_tokens"), "cost_usd": g.get("cost_usd"), "cost_source": g.get("cost_source"),
             "latency_ms": g.get("latency_ms"), "cached": int(bool(g.get("cached"))), "simulated": int(rec.simulated),
+            "template_sha256": call.meta.get("template_sha256"),
             "started_at": g.get("started_at") or utc_now(), "finished_at": g.get("finished_at") or utc_now(),
         })
 
@@ -162,143 +153,50 @@ def _call_status(reply: AgentReply, g: dict) -> str:
 
 def _record_protocol_rows(tx: Transaction, run_id: str, round_id: int, call_id: int, rec: CallRecord,
                           cfg: RunConfig) -> bool | None:
-    """Write the protocol's records for one call; returns whether the reply was valid (None: n/a)."""
-    call, reply, sim = rec.call, rec.reply, int(rec.simulated)
-    now = utc_now()
-    text = reply.text if reply.ok else None
-    if call.purpose == "generate":
-        if text and text.strip():
-            author = call.meta["author"]
-            tx.execute("INSERT INTO artifacts (run_id, round_id, key, author_agent, author_cluster, content, call_id, "
-                       "simulated, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, key) DO UPDATE "
-                       "SET content = excluded.content, call_id = excluded.call_id",
-                       (run_id, round_id, call.meta["artifact"], author, call.meta.get("cluster"), text.strip(),
-                        call_id, sim, now), tables=("artifacts",))
-            return True
+    """Write the protocol's records for one call (as its reading declares them, SPEC §7); returns
+    whether the reply was valid (None: nothing to judge)."""
+    reading = rec.reply.reading
+    if reading is None:
+        reading = _read(rec, cfg)
+    if reading is None:
         return None
-    if call.purpose == "vote" or (call.purpose == "ballot" and call.reply_schema == "rcp_ballot"):
-        from workbench.core.protocols.rcp.run import ParsedVote, parse_ballot, parse_vote
+    where = Where(run_id, rec.call.meta.get("protocol") or cfg.protocol, round_id, call_id, rec.simulated)
+    # A record the project cannot store (a field missing, a value of the wrong kind: a plugin's
+    # fault) must not take the paid call down with it: the call stays, marked invalid, and says why.
+    tx.execute("SAVEPOINT protocol_records", tables=())
+    try:
+        write_records(tx, where, reading.records)
+    except Exception as exc:  # noqa: BLE001 - any fault of a protocol's records, kept as the call's error
+        tx.execute("ROLLBACK TO protocol_records", tables=())
+        tx.update("llm_calls", call_id, {"error": f"the protocol's records could not be stored "
+                                                  f"({type(exc).__name__}: {exc})"[:500]})
+        return False
+    finally:
+        tx.execute("RELEASE protocol_records", tables=())
+    return reading.valid
 
-        if call.purpose == "vote":
-            votes = {call.meta["artifact"]: parse_vote(text, call.meta.get("delimiter")) if reply.ok
-                     else ParsedVote(None, "failed", reply.error or "")}
-            positions = {call.meta["artifact"]: call.meta.get("presentation_index")}
-        else:
-            labels = call.meta["labels"]
-            parsed = parse_ballot(text, list(labels), call.meta.get("delimiter"))
-            votes = {labels[lab]: v for lab, v in parsed.items()}
-            positions = {key: i for i, key in enumerate(labels.values())}
-        for artifact, vote in votes.items():
-            tx.execute("INSERT INTO votes (run_id, round_id, artifact_id, voter_agent, value, status, reason, raw, "
-                       "call_id, ballot_mode, presentation_index, simulated, created_at) "
-                       "SELECT ?, ?, id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM artifacts WHERE run_id = ? AND key = ? "
-                       "ON CONFLICT (artifact_id, voter_agent) DO UPDATE SET value = excluded.value, "
-                       "status = excluded.status, reason = excluded.reason, raw = excluded.raw, call_id = excluded.call_id",
-                       (run_id, round_id, call.agent, vote.value, vote.status, vote.reason, text, call_id,
-                        int(call.purpose == "ballot"), positions.get(artifact), sim, now, run_id, artifact),
-                       tables=("votes",))
-        return all(v.status == "valid" for v in votes.values()) if reply.ok else None
-    if call.purpose == "finding_vote":
-        if text is None:
-            return None
-        from workbench.core.protocols.findings.run import parse_finding_vote
 
-        parsed = parse_finding_vote(call.agent, text, call.meta.get("delimiter"))
-        vote = parsed.vote
-        tx.insert("finding_votes", {
-            "finding_id": call.meta["finding"], "agent": call.agent, "vote_type": vote.vote_type.value if vote else None,
-            "confidence": vote.confidence if vote else None, "reason": vote.reason if vote else "",
-            "status": "valid" if vote else "invalid", "invalid_reason": None if vote else parsed.reason,
-            "raw": text, "client": "run", "run_id": run_id, "call_id": call_id, "simulated": sim,
-            "created_at": vote_time(tx.store._connection(), call.meta["finding"], now)})
-        refresh_scores(tx, [call.meta["finding"]])
-        return vote is not None
-    if call.purpose == "ballot":  # CONS
-        if text is None:
-            return None
-        from workbench.core.protocols.cons.run import parse_ballot_reply
+def _read(rec: CallRecord, cfg: RunConfig):
+    """The reply read by its protocol's declared ``read``, for a caller that did not read it (a
+    test, a call built by hand): the protocol the call names, else the run's."""
+    from workbench.core import registry
+    from workbench.core.protocols.shared.steps import read_reply
 
-        parsed = parse_ballot_reply(call.agent, text, call.meta.get("delimiter"))
-        b = parsed.ballot or {}
-        tx.insert("cons_ballots", {
-            "question_id": _question_id(cfg, run_id), "challenge_round": call.meta.get("challenge_round", 0),
-            "agent_id": call.agent, "option": b.get("option"), "vote": b.get("vote"),
-            "confidence": b.get("confidence"), "rationale": b.get("rationale"), "evidence_json": b.get("evidence") or [],
-            "status": parsed.status if parsed.status != "failed" else "invalid", "invalid_reason": parsed.reason or None,
-            "raw": text, "call_id": call_id, "simulated": sim, "created_at": now})
-        return parsed.ballot is not None
-    if call.purpose == "trace":
-        from workbench.core.project.arm_import import trace_columns
-        from workbench.core.protocols.arm import parse_reply
-
-        trace = parse_reply(reply.text, reply.meta, error=reply.error, fence=call.meta.get("delimiter"),
-                            schema=call.reply_schema)
-        attempt = int(m.group(1)) + 1 if (m := re.match(r"fap/\w+/(\d+)$", call.key)) else 1
-        tx.insert("traces", {"run_id": run_id, "round_id": round_id, "round_no": call.round_no, "role": call.agent,
-                             "agent_id": call.agent, "attempt": attempt, "is_current": int(attempt == 1),
-                             "call_id": call_id, "simulated": sim, "created_at": now, **trace_columns(trace)})
-        return bool(trace.ok)
-    return None
+    declared = registry.protocols().get(rec.call.meta.get("protocol") or cfg.protocol)
+    if declared is None or declared.read is None:
+        return None
+    return read_reply(rec.call, rec.reply, declared.read).reading
 
 
 def finish_run(store: Store, run_id: str, cfg: RunConfig, result: Any) -> dict:
-    """Store what the protocol concluded; returns the run's summary."""
+    """Store what the protocol concluded (``Protocol.finish``); returns the run's summary."""
+    from workbench.core import registry
+
     summary: dict[str, Any] = {"protocol": cfg.protocol}
+    protocol = registry.get(cfg.protocol)
+    if protocol.finish is None:
+        return summary
+    finished = protocol.finish(cfg, run_id, result)
     with _sql.write(store) as tx:
-        if cfg.protocol == "rcp":
-            summary["rounds"] = [{"round": r.index, "artifacts": len(r.artifacts), "states": r.states} for r in result]
-        elif cfg.protocol == "findings":
-            summary["findings"] = [r.to_output() for r in result.results.values() if r is not None]
-        elif cfg.protocol == "cons":
-            summary["cons"] = _finish_cons(tx, run_id, cfg, result)
-        elif cfg.protocol == "arm":
-            summary["arm"] = _finish_arm(store, tx, run_id, result)
-    return summary
-
-
-def _finish_cons(tx: Transaction, run_id: str, cfg: RunConfig, result) -> dict:
-    from workbench.core.protocols.cons.report import outcome_json
-
-    out = result.outcome
-    data = outcome_json(out)
-    qid, now = _question_id(cfg, run_id), utc_now()
-    tx.update("cons_questions", qid, {"verdict": out.verdict, "actual_consensus": out.tally.actual_consensus,
-                                      "leading_option": out.tally.leading_option, "next_action": out.next_action,
-                                      "challenge_rounds": out.question.challenge_rounds, "result_json": data,
-                                      "updated_at": now})
-    for c in out.conflicts:
-        tx.execute("INSERT OR REPLACE INTO cons_conflicts (id, question_id, conflict_type, severity, positions_json, "
-                   "resolution_status, resolution_type, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                   (c.conflict_id, qid, c.conflict_type, c.severity, json.dumps([p.to_json() for p in c.positions]),
-                    c.resolution.status, c.resolution.resolution_type, now), tables=("cons_conflicts",))
-    tx.execute("DELETE FROM cons_escalations WHERE question_id = ?", (qid,), tables=("cons_escalations",))
-    for e in out.escalations:
-        decided = result.human_decision is not None
-        tx.insert("cons_escalations", {"question_id": qid, "reason": e.reason, "detail": e.detail,
-                                       "status": "resolved" if decided else "open", "decision": result.human_decision,
-                                       "decided_by": "conductor" if decided else None, "created_at": now,
-                                       "resolved_at": now if decided else None})
-    return {**data, "humanDecision": result.human_decision}
-
-
-def _finish_arm(store: Store, tx: Transaction, run_id: str, run) -> dict:
-    from workbench.core.project.arm_import import trace_columns
-    from workbench.core.protocols.arm import metrics_report, run_to_upstream
-
-    upstream = run_to_upstream(run)
-    for round_no, block in ((1, run.r1), (2, run.r2)):
-        for role, trace in (block or {}).items():
-            rows = _sql.rows(store, "traces", "run_id = ? AND round_no = ? AND role = ? AND is_current = 1",
-                              (run_id, round_no, role))
-            columns = {**trace_columns(trace), "source_json": upstream[f"r{round_no}"][role]}
-            if rows:  # the gates may have rewritten the trace (polarity override, harness deltas)
-                tx.update("traces", rows[0]["id"], columns)
-            else:  # e.g. the FAP abort placeholder, which no call produced
-                tx.insert("traces", {"run_id": run_id, "round_no": round_no, "role": role, "agent_id": role,
-                                     "created_at": utc_now(), **columns})
-    rest = {k: v for k, v in upstream.items() if k not in ("r1", "r2")}
-    earlier = _sql.get(store, "runs", run_id)["provenance_json"] or {}
-    tx.update("runs", run_id, {"provenance_json": {**earlier, "schema_version": run.generation, "key_order": list(upstream),
-                                                   "round_keys": {r: list(upstream.get(r) or {}) for r in ("r1", "r2")},
-                                                   "upstream": rest}})
-    return metrics_report(upstream)
+        write_records(tx, Where(run_id, cfg.protocol), finished.records)
+    return {**summary, **finished.summary}

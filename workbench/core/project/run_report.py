@@ -9,15 +9,17 @@ exports (:mod:`.export`).
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 from workbench.core import report_md as md
 from workbench.core.errors import InputError
 from workbench.core.project import _sql
 from workbench.core.project.audit import notes_of_run
+from workbench.core.project.run_view import RunView
 from workbench.core.project.store import Store
 
+# The headings the built-in protocols' reports have always had (the golden reports hold them);
+# any other protocol's report is headed by its declared title.
 PROTOCOL_NAMES = {
     "rcp": "Resonant Consensus Protocol (RCP)",
     "findings": "Consensus Server findings",
@@ -38,19 +40,7 @@ def to_markdown(store: Store, run_id: str) -> str:
         raise InputError("run", f"no run {run_id!r} in this project")
     cfg, summary = run["config_json"] or {}, run["summary_json"] or {}
     lines = _header(store, run, cfg, summary)
-    protocol = run["protocol"]
-    if protocol == "rcp":
-        lines += _rcp(store, run_id, cfg, summary)
-    elif protocol == "findings":
-        lines += _findings(store, run_id, cfg, summary)
-    elif protocol == "cons":
-        lines += _cons(run, cfg, summary)
-    elif protocol == "arm" and summary.get("arm"):
-        from workbench.core.protocols.arm.report import markdown_lines
-
-        lines += markdown_lines(summary["arm"], _traces(store, run_id))
-    if summary.get("echo"):
-        lines += _echo(store, run_id, summary["echo"])
+    lines += protocol_sections(RunView(store, run_id))
     lines += _reply_quality(store, run_id)
     lines += _audit(store, run_id)
     lines += ["---", "", f"*Exact values, every prompt and every reply: `rwb export {run_id} --format jsonl` "
@@ -63,7 +53,7 @@ def to_markdown(store: Store, run_id: str) -> str:
 def _header(store: Store, run: dict, cfg: dict, summary: dict) -> list[str]:
     protocol = run["protocol"]
     title = run["label"] or cfg.get("query") or run["id"]
-    lines = [f"# {md.text(PROTOCOL_NAMES.get(protocol, protocol))}: {md.text(title)}", ""]
+    lines = [f"# {md.text(PROTOCOL_NAMES.get(protocol) or _title(protocol))}: {md.text(title)}", ""]
     if run["simulated"]:
         lines += ["> **Simulated run.** Every agent is the workbench's built-in simulated panel: no model was "
                   "called and nothing was paid. The texts and votes are generated from the seed, to show how the "
@@ -96,7 +86,7 @@ def _header(store: Store, run: dict, cfg: dict, summary: dict) -> list[str]:
         lines.append(f"- **Reply cache**: {summary['cache_hits']} hit(s)"
                      + (f", {md.pct(rate)} of the model calls" if rate is not None else ""))
     if summary.get("votes_expected"):
-        lines.append(f"- **Votes**: {_votes(summary)}")
+        lines.append(f"- **{_unit_noun(run['protocol']).capitalize()}**: {_votes(summary)}")
     if status == "degraded":
         lines += ["", f"> **Degraded run.** {md.text(run['error'] or 'Too many votes are missing.')} Every result "
                       "below comes from this run: read it as incomplete."]
@@ -107,6 +97,22 @@ def _header(store: Store, run: dict, cfg: dict, summary: dict) -> list[str]:
     if agents:
         lines += ["## The panel", "", *md.table(["Agent", "Group", "Provider", "Persona"], agents), ""]
     return lines
+
+
+def _title(protocol: str) -> str:
+    from workbench.core import registry
+
+    declared = registry.protocols().get(protocol)
+    return declared.title if declared is not None else protocol
+
+
+def _unit_noun(protocol: str) -> str:
+    """What a run's votes are called (its protocol's ValidityUnit: votes, ballots, traces...)."""
+    from workbench.core import registry
+
+    declared = registry.protocols().get(protocol)
+    unit = declared.validity if declared is not None else None
+    return unit.noun if unit is not None else "votes"
 
 
 def _votes(summary: dict) -> str:
@@ -188,107 +194,19 @@ def _agents(cfg: dict) -> list[list[str]]:
 
 # ----- the protocols ----------------------------------------------------------------------------
 
-def _rcp(store: Store, run_id: str, cfg: dict, summary: dict) -> list[str]:
-    from workbench.core.protocols.rcp.report import report_lines
+def protocol_sections(view: RunView) -> list[str]:
+    """The run's protocol's own section (its declared ``report``), then the section of each
+    wrapper (such as Resonance Echo) whose part the summary holds; every protocol is read
+    through its declaration, none by name. A protocol not installed now has no section."""
+    from workbench.core import registry
 
-    artifacts: dict[str, dict] = {}
-    by_id: dict[int, str] = {}
-    for a in _sql.rows(store, "artifacts", "run_id = ?", (run_id,), order_by="id"):
-        artifacts[a["key"]] = {"author": a["author_agent"], "cluster": a["author_cluster"], "text": a["content"]}
-        by_id[a["id"]] = a["key"]
-    votes: dict[str, list[dict]] = {}
-    for v in _sql.rows(store, "votes", "run_id = ?", (run_id,), order_by="id"):
-        key = by_id.get(v["artifact_id"])
-        if key is not None:
-            votes.setdefault(key, []).append({"voter": v["voter_agent"], "value": v["value"], "status": v["status"],
-                                              "reason": v["reason"]})
-    for cast in votes.values():
-        cast.sort(key=lambda v: str(v["voter"]))
-    clusters = cfg.get("clusters") or []
-    reference = cfg.get("reference") or (clusters[0]["name"] if clusters else "")
-    return report_lines(summary, reference=reference, tau=cfg.get("tau"), artifacts=artifacts, votes=votes)
-
-
-def _findings(store: Store, run_id: str, cfg: dict, summary: dict) -> list[str]:
-    from workbench.core.protocols.findings.report import report_lines
-
-    results = summary.get("findings") or []
-    ids = [f["id"] for f in results]
-    claims = {f.get("id"): f.get("claim") for f in cfg.get("findings") or [] if isinstance(f, dict)}
-    for fid in ids:
-        row = _sql.get(store, "findings", fid)
-        if row is not None:
-            claims[fid] = row["claim"]
-    votes: dict[str, list[dict]] = {}
-    for v in _sql.rows(store, "finding_votes", "run_id = ?", (run_id,), order_by="id"):
-        votes.setdefault(v["finding_id"], []).append(dict(v))
-    for cast in votes.values():  # calls run in parallel: by agent (each agent's votes in the order cast)
-        cast.sort(key=lambda v: str(v["agent"]))
-    return report_lines(results, threshold=cfg.get("threshold"), claims=claims, votes=votes)
-
-
-def _cons(run: dict, cfg: dict, summary: dict) -> list[str]:
-    from workbench.core.protocols import cons
-
-    c = summary.get("cons")
-    if not c:
-        return ["## Verdict", "", "No ballot was tallied yet.", ""]
-    payload = {"questionId": c["questionId"], "question": c["question"],
-               "consensusThreshold": c.get("consensusThreshold"), "minVoters": c.get("minVoters"),
-               "challengeRounds": c.get("challengeRounds"), "maxChallengeRounds": c.get("maxChallengeRounds"),
-               "votes": c.get("options") or []}
-    outcome = cons.evaluate({k: v for k, v in payload.items() if v is not None})
-    date = (run["started_at"] or "")[:10] or "—"
-    task = cfg.get("question_id") or c["questionId"]
-    report = cons.render_markdown(outcome, date=date, task=task)
-    # The seed's report has its own title; as a section of this report its headings go one level down.
-    body = ["#" + line if line.startswith("#") else line for line in report.split("\n")]
-    lines = [*body]
-    escalations = c.get("escalations") or []
-    if escalations or c.get("humanDecision"):
-        lines += ["## Human decision", ""]
-        lines += [f"- **{md.label(e.get('reason'))}**: {md.text(e.get('detail') or e.get('action') or '')}"
-                  for e in escalations]
-        decision = c.get("humanDecision")
-        if isinstance(decision, dict):
-            decision = decision.get("decision") or json.dumps(decision, ensure_ascii=False)
-        lines += [f"- **Decision**: {md.text(decision) if decision else 'none yet: a person must decide'}", ""]
-    entry = cons.manifest_entry(outcome, date=date, task=task, title=run["label"] or None)
-    lines += ["## Manifest entry", "", "The one-line entry CONS appends to the project's manifest:", "",
-              "```json", entry, "```", ""]
+    declared = registry.protocols()
+    own = declared.get(view.run["protocol"])
+    lines = list(own.report(view)) if own is not None and own.report is not None else []
+    for wrapper in declared.values():
+        if not wrapper.runnable and wrapper.report is not None and view.summary.get(wrapper.name):
+            lines += wrapper.report(view)
     return lines
-
-
-ROLE_ORDER = {"alpha": 0, "beta": 1, "gamma": 2, "silent": 3}
-
-
-def _traces(store: Store, run_id: str) -> list[dict]:
-    traces = [{"round": t["round_no"], "role": t["role"], "attempt": t["attempt"], "current": bool(t["is_current"]),
-             "ok": bool(t["ok"]), "claim": t["claim"], "verdict": t["verdict"], "confidence": t["confidence"]}
-              for t in _sql.rows(store, "traces", "run_id = ?", (run_id,), order_by="round_no, id")]
-    return sorted(traces, key=lambda t: (t["round"], ROLE_ORDER.get(t["role"], 9), t["attempt"] or 0))
-
-
-def _echo(store: Store, run_id: str, sessions: dict) -> list[str]:
-    from workbench.core.protocols.echo.report import report_lines
-
-    failed = [{"agent": r["agent_id"], "turn": r["turn"], "trigger": r["trigger"], "marker": r["marker"],
-               "reply_excerpt": r["reply_excerpt"]}
-              for r in _sql.query(store, "SELECT a.agent_id, v.turn, v.trigger, v.reply_excerpt, m.marker "
-                                         "FROM echo_verifications v JOIN echo_anchors a ON a.id = v.anchor_id "
-                                         "JOIN echo_markers m ON m.hex = a.marker_hex "
-                                         "WHERE a.run_id = ? AND v.success = 0 ORDER BY v.id", (run_id,))]
-    failed.sort(key=lambda c: (str(c["agent"]), c["turn"] or 0))  # agents run in parallel: a stable order
-    episodes: dict[str, dict] = {}
-    for r in _sql.rows(store, "echo_restorations", "run_id = ?", (run_id,), order_by="id"):
-        ep = episodes.setdefault(r["restoration"], {"id": r["restoration"], "agent": r["agent_id"], "steps": []})
-        ep["steps"].append({"step": r["step"], "detail": r["detail_json"]})
-    def started(ep: dict) -> tuple:
-        log = next((s["detail"] for s in ep["steps"] if s["step"] == "log"), {}) or {}
-        return (str(ep["agent"]), log.get("turn") or 0)
-
-    ordered = {agent: sessions[agent] for agent in sorted(sessions)}
-    return report_lines(ordered, failed, sorted(episodes.values(), key=started))
 
 
 def _reply_quality(store: Store, run_id: str) -> list[str]:

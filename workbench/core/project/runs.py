@@ -68,8 +68,10 @@ def list_runs(store: Store) -> list[Run]:
 
 @dataclass(frozen=True)
 class RunListRow:
-    """What a list of runs shows: no configuration or summary is decoded for it. The call
-    counts are the summary's for a run that has ended, None for one still going."""
+    """What a list of runs shows, and what every list or picker of runs names a run by (its label,
+    protocol, status and start time: the GUI's ``run_title``). No configuration or summary is
+    decoded for it. The call counts are the summary's for a run that has ended, None for one
+    still going."""
 
     id: str
     protocol: str
@@ -81,22 +83,35 @@ class RunListRow:
     calls: int | None
     failed: int | None
     invalid: int | None
+    batch_id: str | None = None
+    replicate: int | None = None
+    source: str = "run"  # run (made here), import (ARM traces read from a file)
 
 
 _RUN_LIST = """
 SELECT id, protocol, label, status, simulated, started_at, error,
        CASE WHEN status IN ('completed', 'degraded', 'failed') THEN json_extract(summary_json, '$.calls') END,
        CASE WHEN status IN ('completed', 'degraded', 'failed') THEN json_extract(summary_json, '$.failed_calls') END,
-       CASE WHEN status IN ('completed', 'degraded', 'failed') THEN json_extract(summary_json, '$.invalid_calls') END
-FROM runs ORDER BY started_at DESC, id DESC LIMIT ?
+       CASE WHEN status IN ('completed', 'degraded', 'failed') THEN json_extract(summary_json, '$.invalid_calls') END,
+       batch_id, replicate, source
+FROM runs {where} ORDER BY started_at DESC, rowid DESC LIMIT ?
 """
+# The runs some lists are about, by name (never text from outside in the SQL).
+_ONLY = {None: "", "echo": "WHERE id IN (SELECT run_id FROM echo_anchors WHERE run_id IS NOT NULL)"}
 
 
-def run_list(store: Store, limit: int = 2000) -> list[RunListRow]:
-    """The newest ``limit`` runs, newest first, light enough to re-read on every change."""
-    return [RunListRow(i, protocol, label, status, bool(sim), started, error, calls, failed, invalid)
-            for i, protocol, label, status, sim, started, error, calls, failed, invalid
-            in _sql.tuples(store, _RUN_LIST, (limit,))]
+def run_list(store: Store, limit: int = 2000, *, protocol: str | None = None, only: str | None = None) -> list[RunListRow]:
+    """The newest ``limit`` runs, newest first, light enough to re-read on every change: of one
+    ``protocol``, or ``only`` those with Echo records ("echo"). Every list and picker of runs
+    reads its runs here, so each names them alike."""
+    where, params = _ONLY[only], []
+    if protocol is not None:
+        where = f"{where} {'AND' if where else 'WHERE'} protocol = ?"
+        params.append(protocol)
+    return [RunListRow(i, protocol_, label or "", status, bool(sim), started, error, calls, failed, invalid,
+                       batch, replicate, source or "run")
+            for i, protocol_, label, status, sim, started, error, calls, failed, invalid, batch, replicate, source
+            in _sql.tuples(store, _RUN_LIST.format(where=where), (*params, limit))]
 
 
 def batch_runs(store: Store, batch_id: str) -> list[Run]:

@@ -518,8 +518,47 @@ CREATE INDEX votes_call ON votes(call_id);
 CREATE INDEX artifacts_call ON artifacts(call_id);
 """
 
+# Step 9: protocols as declared units (SPEC §7, issue 27). Each call keeps the hash of the template
+# that made it (the run's provenance holds the templates themselves); named prompt sets a
+# researcher saves, one row per version (a version is its templates' hash); and the records of a
+# protocol whose kinds have no table of their own (a plugin's), kept as JSON. AFTER_STEP[9] opens
+# the protocol constraints of runs and protocol_configs to any registered protocol's name.
+_V9 = "\n".join([
+    """
+ALTER TABLE llm_calls ADD COLUMN template_sha256 TEXT;
+CREATE TABLE prompt_sets (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    protocol TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    templates_json TEXT NOT NULL,
+    note TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL,
+    UNIQUE (name, sha256)
+);
+CREATE TABLE protocol_records (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    round_id INTEGER REFERENCES rounds(id) ON DELETE SET NULL,
+    call_id INTEGER REFERENCES llm_calls(id) ON DELETE SET NULL,
+    protocol TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    key TEXT,
+    agent_id TEXT,
+    data_json TEXT NOT NULL DEFAULT '{}',
+    simulated INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX protocol_records_run ON protocol_records(run_id, kind);
+CREATE INDEX protocol_records_call ON protocol_records(call_id);
+INSERT INTO change_counters (tbl) VALUES ('prompt_sets'), ('protocol_records');
+""",
+    watch_triggers("prompt_sets"),
+    watch_triggers("protocol_records"),
+])
+
 # MIGRATIONS[n] takes a file from schema version n - 1 to n.
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8}
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8, 9: _V9}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
@@ -539,15 +578,42 @@ def _widen_run_statuses(conn) -> None:
         return
     if _OLD_RUN_CHECK not in sql:
         raise RuntimeError("the runs table's status constraint is not the one schema v1 made")
+    _set_table_sql(conn, {"runs": sql.replace(_OLD_RUN_CHECK, new_check)})
+
+
+# Schema v1 named the built-in protocols in two constraints; a plugin's protocol (SPEC §7) is any
+# registered name (the registry checks it: lower-case letters, digits and _, at most 32).
+_OLD_PROTOCOL_CHECK = "CHECK (protocol IN ('rcp', 'arm', 'findings', 'cons', 'echo'))"
+PROTOCOL_CHECK = "CHECK (length(protocol) BETWEEN 1 AND 32)"
+
+
+def _open_protocol_names(conn) -> None:
+    tables = {}
+    for table in ("runs", "protocol_configs"):
+        (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+        if PROTOCOL_CHECK in sql:  # already opened (this step re-run)
+            continue
+        if _OLD_PROTOCOL_CHECK not in sql:
+            raise RuntimeError(f"the {table} table's protocol constraint is not the one schema v1 made")
+        tables[table] = sql.replace(_OLD_PROTOCOL_CHECK, PROTOCOL_CHECK)
+    _set_table_sql(conn, tables)
+
+
+def _set_table_sql(conn, tables: dict[str, str]) -> None:
+    """Loosen constraints every existing row already satisfies by rewriting the tables' text in the
+    schema (SQLite's documented writable_schema procedure: a rebuild of ``runs`` would
+    cascade-delete every row that references it)."""
+    if not tables:
+        return
     (version,) = conn.execute("PRAGMA schema_version").fetchone()
     conn.execute("PRAGMA writable_schema = ON")
     try:
-        conn.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = 'runs'",
-                     (sql.replace(_OLD_RUN_CHECK, new_check),))
+        for table, sql in tables.items():
+            conn.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?", (sql, table))
         conn.execute(f"PRAGMA schema_version = {int(version) + 1}")  # every connection re-reads the schema
     finally:
         conn.execute("PRAGMA writable_schema = OFF")
 
 
 # Python that completes a step inside the step's own transaction (data the SQL cannot compute).
-AFTER_STEP = {3: _fill_finding_scores, 5: _widen_run_statuses}
+AFTER_STEP = {3: _fill_finding_scores, 5: _widen_run_statuses, 9: _open_protocol_names}

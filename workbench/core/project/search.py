@@ -14,7 +14,8 @@ Without FTS5, or in a project that cannot be written (read-only, or newer than t
 workbench), every search is ``LIKE`` over the same columns: slower, and it says so.
 
 An FTS row's rowid is the record's id plus ``KIND_NO[kind] << 40``, so one index serves every
-table. Findings (text keys, few) are always matched with ``LIKE``.
+table. Findings (text keys, few) are always matched with ``LIKE``. A protocol's own records
+(``protocol_records``: a plugin's kinds) are searched in their kind, key and data.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from workbench.core.project.changes import Changes
 from workbench.core.project.store import Store
 
 SHIFT = 1 << 40
-KIND_NO = {"call": 1, "trace": 2, "vote": 3, "ballot": 4, "finding_vote": 5}
+KIND_NO = {"call": 1, "trace": 2, "vote": 3, "ballot": 4, "finding_vote": 5, "protocol_record": 6}
 FTS = "FTS5"
 LIKE = "LIKE"
 
@@ -63,6 +64,8 @@ TEXTS: dict[str, _Text] = {
     "finding_vote": _Text("finding_votes", "NULL", "reason", "coalesce(raw, '') || ' ' || coalesce(invalid_reason, '')",
                           ("reason", "raw", "invalid_reason")),
     "finding": _Text("findings", "claim", "NULL", "NULL", ("claim",)),
+    "protocol_record": _Text("protocol_records", "coalesce(key, '')", "coalesce(data_json, '')", "kind",
+                             ("kind", "key", "data_json")),
 }
 
 _fts5: bool | None = None

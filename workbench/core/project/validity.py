@@ -1,9 +1,13 @@
 """A run's validity (SPEC §1): how many of the votes it expected were cast, abstained, unreadable
-or lost to a failed call, and the commonest reasons. "Votes" are the protocol's unit: RCP votes,
-findings votes, CONS ballots and ARM traces.
+or lost to a failed call, and the commonest reasons. "Votes" are the protocol's unit, as its
+declaration says (``Protocol.validity``: a record kind, its noun, the kind of call carrying it):
+RCP votes, findings votes, CONS ballots, ARM traces, or a plugin's own records.
 
-A call retried on resume counts once, at its latest attempt. Missing means invalid or failed; a
-valid abstention is not missing.
+How a unit is read depends on its record KIND (a project concept), never on the protocol:
+``vote`` is counted per vote (a ballot call carries several); every other kind per call, at the
+latest attempt of each call of the unit's step kind, with what its reply became in the kind's
+table (a plugin's kinds: ``protocol_records``). A call retried on resume counts once, at its
+latest attempt. Missing means invalid or failed; a valid abstention is not missing.
 """
 
 from __future__ import annotations
@@ -13,10 +17,6 @@ from dataclasses import dataclass, field
 
 from workbench.core.project import _sql
 from workbench.core.project.store import Store
-
-# Per protocol: the purpose of the calls that carry its votes, and the table holding what was read.
-_UNITS = {"findings": ("finding_vote", "finding_votes"), "cons": ("ballot", "cons_ballots"), "arm": ("trace", "traces")}
-UNIT_NAMES = {"rcp": "votes", "findings": "findings votes", "cons": "ballots", "arm": "traces"}
 
 
 @dataclass(frozen=True)
@@ -49,22 +49,32 @@ class Validity:
 
 def degraded_reason(validity: Validity, cfg) -> str:
     """The one line a degraded run gives (stderr of ``rwb run``, the run list, the report)."""
-    unit = UNIT_NAMES.get(cfg.protocol, "votes")
-    return (f"{validity.missing_share:.0%} of the expected {unit} are missing ({validity.missing} of "
+    unit = _unit_of(cfg.protocol)
+    noun = unit.noun if unit is not None else "votes"
+    return (f"{validity.missing_share:.0%} of the expected {noun} are missing ({validity.missing} of "
             f"{validity.expected}; more than the {cfg.max_missing_share:.0%} allowed): {validity.reasons_text()}")
 
 
+def _unit_of(protocol: str):
+    """The protocol's declared unit (None: it declares none, or is not installed now)."""
+    from workbench.core import registry
+
+    declared = registry.protocols().get(protocol)
+    return declared.validity if declared is not None else None
+
+
 def run_validity(store: Store, run_id: str, protocol: str) -> Validity:
-    if protocol == "rcp":
+    unit = _unit_of(protocol)
+    if unit is None:
+        return Validity()
+    if unit.kind == "vote":
         rows = _sql.query(store, "SELECT v.status, v.value, c.status AS call_status, c.error_kind FROM votes v "
                                  "LEFT JOIN llm_calls c ON c.id = v.call_id WHERE v.run_id = ?", (run_id,))
-        units = [_rcp_unit(r) for r in rows] + _votes_never_asked(store, run_id)
-    elif protocol in _UNITS:
-        purpose, table = _UNITS[protocol]
-        rows = _sql.query(store, _LATEST_CALLS.format(table=table, read=_READ[table]), (run_id, purpose))
-        units = [_unit(r) for r in rows]
+        units = [_vote_unit(r) for r in rows] + _votes_never_asked(store, run_id)
     else:
-        return Validity()
+        read, params = _READ.get(unit.kind, (_RECORD_READ, (unit.kind,)))
+        rows = _sql.query(store, _LATEST_CALLS.format(read=read), (run_id, unit.calls, *params))
+        units = [_unit(r) for r in rows]
     count = Counter(kind for kind, _ in units)
     reasons = Counter(reason for kind, reason in units if kind in ("invalid", "failed"))
     return Validity(expected=len(units), cast=count["cast"], abstained=count["abstained"], invalid=count["invalid"],
@@ -77,8 +87,7 @@ def _votes_never_asked(store: Store, run_id: str) -> list[tuple[str, str]]:
     would count only the votes on the other 5, and end `completed`)."""
     run = _sql.get(store, "runs", run_id) or {}
     agents = sum(len(c.get("agents") or []) for c in (run.get("config_json") or {}).get("clusters") or [])
-    failed = _sql.query(store, _LATEST_CALLS.format(table="artifacts", read="'valid' AS row_status, 0 AS abstained"),
-                        (run_id, "generate"))
+    failed = _sql.query(store, _LATEST_CALLS.format(read=_ARTIFACTS_READ), (run_id, ARTIFACT_CALLS))
     lost = [r for r in failed if r["call_status"] in _FAILED_CALLS]
     return [("failed", f"call failed ({r['error_kind'] or r['call_status']}; its artifact was never voted on)")
             for r in lost for _ in range(max(agents - 1, 0))]
@@ -89,11 +98,27 @@ _LATEST_CALLS = """
 SELECT c.status AS call_status, c.error_kind, r.row_status, r.abstained
 FROM llm_calls c
 JOIN (SELECT max(id) AS id FROM llm_calls WHERE run_id = ? AND purpose = ? GROUP BY step_key) latest ON latest.id = c.id
-LEFT JOIN (SELECT call_id, {read} FROM {table} WHERE call_id IS NOT NULL) r ON r.call_id = c.id
+LEFT JOIN ({read}) r ON r.call_id = c.id
 """
-_READ = {"finding_votes": "status AS row_status, 0 AS abstained",
-         "cons_ballots": "status AS row_status, vote = 'abstain' AS abstained",
-         "traces": "CASE WHEN ok THEN 'valid' ELSE 'invalid' END AS row_status, 0 AS abstained"}
+# Per record kind with a table of its own: its rows as (call_id, row_status, abstained).
+_READ: dict[str, tuple[str, tuple]] = {
+    "finding_vote": ("SELECT call_id, status AS row_status, 0 AS abstained FROM finding_votes "
+                     "WHERE call_id IS NOT NULL", ()),
+    "cons_ballot": ("SELECT call_id, status AS row_status, vote = 'abstain' AS abstained FROM cons_ballots "
+                    "WHERE call_id IS NOT NULL", ()),
+    "trace": ("SELECT call_id, CASE WHEN ok THEN 'valid' ELSE 'invalid' END AS row_status, 0 AS abstained "
+              "FROM traces WHERE call_id IS NOT NULL", ()),
+}
+# Votes are on artifacts, written by calls of this kind: a failed one left its votes unasked.
+ARTIFACT_CALLS = "generate"
+_ARTIFACTS_READ = "SELECT call_id, 'valid' AS row_status, 0 AS abstained FROM artifacts WHERE call_id IS NOT NULL"
+# Any other kind (a plugin's) is kept in protocol_records: a call's records of the kind are valid
+# unless one says ``"valid": false``; it abstained when one says ``"abstained": true``.
+_RECORD_READ = ("SELECT call_id, CASE WHEN min(coalesce(json_extract(data_json, '$.valid'), 1)) THEN 'valid' "
+                "ELSE 'invalid' END AS row_status, "
+                "max(coalesce(json_extract(data_json, '$.abstained'), 0)) AS abstained "
+                "FROM protocol_records WHERE call_id IS NOT NULL AND kind = ? AND json_valid(data_json) "
+                "GROUP BY call_id")
 
 
 def _failed(row: dict) -> tuple[str, str]:
@@ -104,7 +129,7 @@ def _failed(row: dict) -> tuple[str, str]:
 _FAILED_CALLS = ("error", "rate_limited", "cancelled")
 
 
-def _rcp_unit(row: dict) -> tuple[str, str]:
+def _vote_unit(row: dict) -> tuple[str, str]:
     if row["call_status"] in _FAILED_CALLS:
         return _failed(row)
     if row["status"] == "valid" and row["value"] is not None:
@@ -120,4 +145,4 @@ def _unit(row: dict) -> tuple[str, str]:
     return "invalid", "unreadable reply"
 
 
-__all__ = ["UNIT_NAMES", "Validity", "degraded_reason", "run_validity"]
+__all__ = ["Validity", "degraded_reason", "run_validity"]

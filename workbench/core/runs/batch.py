@@ -9,8 +9,9 @@ A batch configuration is a run configuration with a ``batch`` section::
 
 A mix maps agent ids (or ARM roles) to provider names, ``*`` for every other agent. Replicate
 ``r`` of every question and mix uses seed ``seed + r``, so mixes are compared on the same
-seeds (a paired design). For ARM, the provider playing the silent baseline takes turns over
-the batch's providers from run to run (ARM's rotating baseline).
+seeds (a paired design). A protocol's configuration may place each run in its batch: when its
+model has ``in_batch(index)``, run ``index`` (from 0) is configured by it (ARM's: the provider
+playing the silent baseline takes turns over the batch's providers, its rotating baseline).
 
 Budgets (SPEC §6): beside ``batch``, ``budget`` caps the whole batch (all its runs' spend together)
 and ``run_budget`` caps each run (it becomes every run's own ``budget``).
@@ -35,24 +36,24 @@ from workbench.core.limits import (
     SEED_MAX,
     too_many,
 )
-from workbench.core.protocols.shared.validation import input_error
+from workbench.core.protocols.shared.validation import NameCheck, NameStr, input_error
 from workbench.core.runs.config import Budget, RunConfig, parse_run_config
 
 MAX_REPLICATES = 1000
-Name = Annotated[str, Field(max_length=MAX_NAME_CHARS)]
+Name = Annotated[str, Field(max_length=MAX_NAME_CHARS), NameCheck]
 
 
 class ProviderMix(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    name: NameStr = Field(min_length=1, max_length=MAX_NAME_CHARS)
     providers: dict[Name, Name] = Field(default_factory=dict, max_length=MAX_RUN_AGENTS + 1)
 
 
 class BatchSpec(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    name: str = Field("", max_length=MAX_NAME_CHARS)
+    name: NameStr = Field("", max_length=MAX_NAME_CHARS)
     questions: list[Annotated[str, Field(max_length=MAX_QUERY_CHARS)]] = Field(
         default_factory=list, max_length=MAX_BATCH_QUESTIONS)  # empty: the base config's query
     provider_mixes: list[ProviderMix] = Field(default_factory=list, max_length=MAX_BATCH_MIXES)  # empty: as configured
@@ -107,16 +108,17 @@ def expand_batch(data: dict) -> tuple[BatchSpec, list[BatchRun]]:
         raise InputError("seed", f"with {spec.replicates:,} replicates the last seed would be "
                          f"{first.seed + spec.replicates - 1:,}, past the largest, {SEED_MAX:,}")
     runs: list[BatchRun] = []
+    # A run keeps the label it was configured with, and says where it sits in the batch.
+    configured = str(base.get("label") or spec.name or "").strip()
     for qi, question in enumerate(questions):
         for mix in mixes:
             for r in range(spec.replicates):
                 data_r = {**base, "query": question, "seed": int(base.get("seed", 0)) + r,
                           "clusters": _with_mix(base["clusters"], mix, f"batch.provider_mixes[{mix.name}]")}
                 cfg = parse_run_config(data_r)
-                runs.append(BatchRun(cfg, f"Q{qi + 1} · {mix.name} · rep {r + 1}", r))
-    if runs and runs[0].config.protocol == "arm":
-        runs = _rotate_silent_baseline(runs)
-    return spec, runs
+                position = f"Q{qi + 1} · {mix.name} · rep {r + 1}"
+                runs.append(BatchRun(cfg, f"{configured} · {position}" if configured else position, r))
+    return spec, [_placed(run, index) for index, run in enumerate(runs)]
 
 
 def _with_mix(clusters: list[dict], mix: ProviderMix, where: str) -> list[dict]:
@@ -133,15 +135,8 @@ def _with_mix(clusters: list[dict], mix: ProviderMix, where: str) -> list[dict]:
     return out
 
 
-def _rotate_silent_baseline(runs: list[BatchRun]) -> list[BatchRun]:
-    from workbench.core.protocols.arm import rotate_silent_baseline
-
-    rotated = []
-    for index, run in enumerate(runs):
-        cfg = run.config
-        roles = cfg.role_providers()
-        providers = [roles[a.role] for a in cfg.agents if a.role in roles]  # in the panel's order
-        silent = rotate_silent_baseline(index, providers, cfg.arm.silent_draw)
-        cfg = cfg.model_copy(update={"arm": cfg.arm.model_copy(update={"silent_provider": silent.provider})})
-        rotated.append(BatchRun(cfg, run.label, run.replicate))
-    return rotated
+def _placed(run: BatchRun, index: int) -> BatchRun:
+    """The run as its protocol configures the ``index``-th run of a batch (its config model's
+    ``in_batch``, when it has one; most protocols have none: the run is as expanded)."""
+    in_batch = getattr(run.config, "in_batch", None)
+    return run if in_batch is None else BatchRun(in_batch(index), run.label, run.replicate)

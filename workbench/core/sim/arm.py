@@ -7,16 +7,18 @@ on the call, round 2 and the FAP re-queue recompute the round-1 position exactly
 is explicit: yes at 0.6 and above, no at 0.4 and below, conditional in between. The silent
 baseline shares its draw's position (gamma's by default) with its own small sampling noise.
 
-Round 2, gamma's reconciliation and the FAP re-queue are in :mod:`.arm_r2`.
+Round 2, gamma's reconciliation and the FAP re-queue are in :mod:`.arm_r2`, with the ``HANDLERS``
+that answer each of ARM's steps. Every handler reads the values the call was made of
+(``ask.input``: the question, the frame, the silent draw...), never the prompt's wording.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-from workbench.core.protocols.arm.prompts import FRAMES, frame_text
+from workbench.core.protocols.arm.config import FRAMES
+from workbench.core.protocols.shared.steps import AgentCall
 from workbench.core.sim.scenarios import Scenario
 from workbench.core.sim.text import Ask, as_clause, clamp, closest, pick_near, r2, verdict_for
 
@@ -38,12 +40,10 @@ VERDICT_WORDS = {"yes": "the answer is yes", "no": "the answer is no",
                  "conditional": "the answer depends on the conditions named in the claim"}
 MALFORMED = ("Maybe.", '{"claim": "It depends.", "verdict": "conditional", "confidence": "high"}',
              '{"claim": "Yes, on balance.", "verdict": "yes", "confidence": 0.')
-_QUESTION = re.compile(r"<arm:question>\n(.*?)\n</arm:question>", re.S)
 
 
 def question_of(ask: Ask) -> str:
-    m = _QUESTION.search(ask.user)
-    return m.group(1).strip() if m else ask.user.strip()
+    return str(ask.input("question", "")).strip()
 
 
 def scenario_for(ask: Ask, question: str) -> Scenario:
@@ -51,28 +51,25 @@ def scenario_for(ask: Ask, question: str) -> Scenario:
 
 
 def frame_of(ask: Ask) -> str:
-    frame = ask.call.meta.get("frame")
-    if frame in FRAMES:
-        return frame
-    m = re.search(r"\((\w+) frame\)", ask.system)
-    if m and m.group(1) in FRAMES:
-        return m.group(1)
-    for f in ("deontological", "consequentialist"):
-        if frame_text(f) in ask.system:
-            return f
-    return "independent"
+    """The frame the agent reasons in; the silent baseline's is its draw's (gamma's: independent)."""
+    frame = ask.input("frame")
+    if ask.call.agent == "silent" and draw_of(ask.call) not in ("alpha", "beta"):
+        return "independent"
+    return frame if frame in FRAMES else "independent"
 
 
-def silent_draw(system: str) -> str:
-    m = re.search(r"answering as an? (alpha|beta|gamma) draw", system)
-    return m.group(1) if m else "gamma"
+def draw_of(call: AgentCall) -> str:
+    """Whose prompt the silent baseline answers (the call's ``draw`` input; gamma by default)."""
+    inputs = call.meta.get("inputs") if isinstance(call.meta, dict) else None
+    draw = inputs.get("draw") if isinstance(inputs, dict) else None
+    return draw if draw in ("alpha", "beta", "gamma") else "gamma"
 
 
 def position(ask: Ask, scenario: Scenario, role: str, frame: str) -> float:
     """The round-1 position of ``role`` (the silent baseline: its draw's, plus sampling noise)."""
     lean = scenario.frame_lean.get(frame, 0.0)
     if role == "silent":
-        draw = silent_draw(ask.system)
+        draw = draw_of(ask.call)
         base = ask.persona.stance + lean + ask.latent(scenario, draw).gauss(0.0, 0.06)
         return clamp(base + ask.latent(scenario, "silent", "sample").gauss(0.0, 0.04))
     return clamp(ask.persona.stance + lean + ask.latent(scenario, role).gauss(0.0, 0.06))
@@ -146,9 +143,6 @@ def round1(ask: Ask) -> tuple[str, dict]:
     if ask.malformed:
         return ask.rng.choice(MALFORMED), {**meta, "malformed": True}
     frame = frame_of(ask)
-    if role == "silent":
-        draw = silent_draw(ask.system)
-        frame = frame if draw in ("alpha", "beta") else "independent"
     pos = position(ask, scenario, role, frame)
     verdict, confidence = verdict_for(pos), r1_confidence(ask, scenario, role, pos)
     obj = common_fields(ask, scenario, role, frame, pos, verdict, confidence,

@@ -1,7 +1,9 @@
 """sim's ARM traces after round 1: alpha/beta deliberation, gamma's reconciliation, FAP re-queues.
 
-Peers are read from the compressed traces in the prompt; a peer's stance is inferred from the
-TEXT of its claim (the scenario sentences it contains). With ``agreement`` a in [-1, 1] (1: the
+Peers are read from the compressed traces the call showed (``meta["peer_views"]``, by key:
+``alpha_r1``, ``beta_r2``, ``baseline``...), numbers from the call's inputs, never from the
+prompt's wording; a peer's stance is inferred from the TEXT of its claim (the scenario sentences
+it contains). With ``agreement`` a in [-1, 1] (1: the
 peers' confidence-weighted stance equals mine; -1: opposite) and z a seeded standard normal
 (clipped to +-2), round-2 confidence moves by
 
@@ -18,11 +20,8 @@ A FAP re-queue answers in isolation: a clean agent keeps most of its round-2 con
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
-from workbench.core.protocols.shared.fencing import NAME as FENCE_NAME
 from workbench.core.sim.arm import (
     FRAME_STEPS,
     MALFORMED,
@@ -35,44 +34,24 @@ from workbench.core.sim.arm import (
     question_of,
     r1_confidence,
     render,
+    round1,
     scenario_for,
     self_check,
 )
 from workbench.core.sim.scenarios import Scenario
 from workbench.core.sim.text import Ask, clamp, first_sentence, infer_stance, r2, verdict_for
 
-_LABEL = re.compile(r"(?m)^(?P<label>[A-Z][^\n]*?):\n(?=[{n])")
-# The peer traces sit in the call's fence (its name is fresh per call); the older tag form too.
-_BLOCK = re.compile(rf"<<<({FENCE_NAME})>>>\n(.*?)\n<<<END-\1>>>|<arm:peer_traces>()(.*?)</arm:peer_traces>", re.S)
-_NUMBER = r"(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|unknown)"
+
+def peer_views(ask: Ask) -> dict[str, dict | None]:
+    """``{"alpha_r1": view, ..., "baseline": view}``: the compressed traces the call showed."""
+    views = ask.call.meta.get("peer_views")
+    return {k: v if isinstance(v, dict) else None for k, v in views.items()} if isinstance(views, dict) else {}
 
 
-def peer_views(text: str) -> dict[str, dict | None]:
-    """``{"alpha_r1": view, ..., "baseline": view}`` from the fenced compressed traces."""
-    m = _BLOCK.search(text)
-    block, out, decoder = ((m.group(2) or m.group(4) or "") if m else ""), {}, json.JSONDecoder()
-    for lm in _LABEL.finditer(block):
-        label = lm.group("label")
-        try:
-            value, _ = decoder.raw_decode(block, lm.end())
-        except json.JSONDecodeError:
-            continue
-        if "BASELINE" in label:
-            key = "baseline"
-        else:
-            rm = re.match(r"(ALPHA|BETA|GAMMA) (R1|R2)", label)
-            if not rm:
-                continue
-            key = f"{rm.group(1).lower()}_{rm.group(2).lower()}"
-        out[key] = value if isinstance(value, dict) else None
-    return out
-
-
-def _number_after(text: str, prefix: str) -> float | None:
-    m = re.search(re.escape(prefix) + r"\s*" + _NUMBER, text)
-    if not m or m.group(1) == "unknown":
-        return None
-    return float(m.group(1))
+def _number(ask: Ask, name: str) -> float | None:
+    """A number the call was made of (None: unknown, as the prompt shows it)."""
+    value = ask.input(name)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _stance(view: dict | None, scenario: Scenario) -> float | None:
@@ -124,20 +103,20 @@ def deliberate(ask: Ask) -> tuple[str, dict]:
     question = question_of(ask)
     scenario = scenario_for(ask, question)
     role = ask.call.agent
-    requeue = ask.call.key.startswith("fap/") or "FAP RE-QUEUE" in ask.user
+    requeue = ask.call.meta.get("step") == "fap_requeue"
     meta = {"scenario": scenario.id, "role": role, "requeue": requeue}
     if ask.malformed:
         return ask.rng.choice(MALFORMED), {**meta, "malformed": True}
     z, u_mis, u_size, u_sign, u_borrow = _draws(ask)
     frame = frame_of(ask)
     p1 = position(ask, scenario, role, frame)
-    cr1 = _number_after(ask.user, "Your round-1 confidence was:")
+    cr1 = _number(ask, "own_confidence")
     cr1 = r1_confidence(ask, scenario, role, p1) if cr1 is None else cr1
     memory_key = ("arm", scenario.id, role)
     if requeue:
         p2, cr2, moved_by, challenged = _requeue(ask, memory_key, p1, cr1, z)
     else:
-        views = peer_views(ask.user)
+        views = peer_views(ask)
         peers = [(k.split("_")[0], v) for k, v in views.items() if k.endswith("_r1") and not k.startswith(role)]
         stances = [(name, s, float(v.get("confidence") or 0.5)) for name, v in peers
                    if (s := _stance(v, scenario)) is not None]
@@ -157,7 +136,7 @@ def deliberate(ask: Ask) -> tuple[str, dict]:
     verdict = verdict_for(p2)
     claim = claim_for(ask, scenario, p2, verdict)
     if ask.persona.contaminated and not requeue and u_borrow < 0.8:  # it echoes a peer's sentence
-        donors = [v["claim"] for k, v in peer_views(ask.user).items()
+        donors = [v["claim"] for k, v in peer_views(ask).items()
                   if k.endswith("_r1") and v and isinstance(v.get("claim"), str) and not k.startswith(role)]
         if donors:
             claim = f"{first_sentence(claim)} {donors[0].split('. ', 1)[-1]}"
@@ -180,7 +159,7 @@ def _requeue(ask: Ask, key: tuple, p1: float, cr1: float, z: float) -> tuple[flo
         return p1, r2(clamp(cr1 + 0.01 * z, 0.05, 0.98)), [], []
     if seen:  # a reasoned rise survives isolation, a little worn
         return seen["p2"], r2(clamp(seen["cr2"] - 0.0075 * (1 + z / 2), 0.05, 0.98)), [], []
-    threshold = _number_after(ask.user, "rose by more than +") or 0.04
+    threshold = _number(ask, "threshold") or 0.04
     return p1, r2(clamp(cr1 + threshold + 0.0125 + 0.005 * z, 0.05, 0.98)), [], []
 
 
@@ -193,12 +172,12 @@ def reconcile(ask: Ask) -> tuple[str, dict]:
     if ask.malformed:
         return ask.rng.choice(MALFORMED), {**meta, "malformed": True}
     z, u_mis, u_size, u_sign, u_flip = _draws(ask)
-    persona, views = ask.persona, peer_views(ask.user)
+    persona, views = ask.persona, peer_views(ask)
     p1 = position(ask, scenario, "gamma", "independent")
     own = views.get("gamma_r1") or {}
     cr1 = own.get("confidence") if isinstance(own.get("confidence"), (int, float)) else None
     cr1 = r1_confidence(ask, scenario, "gamma", p1) if cr1 is None else float(cr1)
-    baseline = _number_after(ask.user, "The isolated baseline confidence was:")
+    baseline = _number(ask, "baseline_confidence")
     sides = {r: (_stance(views.get(f"{r}_r2"), scenario), views.get(f"{r}_r2") or {}) for r in ("alpha", "beta")}
     known = [(s, float(v.get("confidence") or 0.5)) for s, v in sides.values() if s is not None]
     m = _weighted_mean(known, p1)
@@ -244,3 +223,7 @@ def reconcile(ask: Ask) -> tuple[str, dict]:
            "self_check": self_check(ask, scenario, flags)}
     meta.update(position=round(p2, 4), flipped=flipped, r1_verdict=v1)
     return render(ask, obj), meta
+
+
+# What answers each of ARM's steps (the declaration's ``sim`` names this module).
+HANDLERS = {"r1": round1, "silent": round1, "r2": deliberate, "fap_requeue": deliberate, "gamma_r2": reconcile}

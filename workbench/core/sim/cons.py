@@ -8,6 +8,9 @@ rounds, the share of the peers' confidence behind it (the pull grows with sycoph
 several options the agent accepts the best one. With a single claim it accepts above a threshold
 and otherwise rejects, citing the bank's counter-proof when it finds it (more often when strict).
 The human decision (``hitl_decision``) is never answered by sim.
+
+sim reads what the call was made of (the step's values: the question, the options, the peers'
+positions), never the prompt's wording, so an edited template changes no simulated ballot.
 """
 
 from __future__ import annotations
@@ -19,45 +22,28 @@ import re
 from workbench.core.sim.scenarios import Option, Scenario
 from workbench.core.sim.text import Ask, clamp, join_sentences, r2
 
-_HEAD = re.compile(r"^Decision question \((.*?)\): (.*)$", re.M)
-_OPTIONS = re.compile(r"^Options: (.*)$", re.M)
-_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
-_PEER = re.compile(r"^- Agent \d+: (accept|reject|abstain) (.+?) \(([0-9.eE+-]+)\): ", re.M)
+# A peer's position as the challenge round gives it (cons.run.POSITION_LINE): vote, option (quoted
+# as Python writes a string) and confidence; the rationale after it is not read.
+_PEER = re.compile(r"^- Agent \d+: (accept|reject|abstain) ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") "
+                   r"\(([0-9.eE+-]+)\): ", re.M)
 SINGLE_CLAIM_BAR = 1.5  # + 0.5 * strictness: the utility a single claim needs to be accepted
 
 
-def _literals(text: str) -> list[str]:
-    out = []
-    for m in _LITERAL.finditer(text):
+def peers_of(positions: str) -> list[tuple[str, str, float]]:
+    """(vote, option, confidence) of each peer in a challenge round's ``positions``."""
+    peers = []
+    for m in _PEER.finditer(positions):
         try:
-            value = ast.literal_eval(m.group(0))
+            option, conf = ast.literal_eval(m.group(2)), float(m.group(3))
         except (ValueError, SyntaxError):
             continue
-        if isinstance(value, str):
-            out.append(value)
-    return out
-
-
-def parse_prompt(prompt: str) -> tuple[str, list[str], list[tuple[str, str, float]]]:
-    """(question, options, peers as (vote, option, confidence)) from a CONS ballot prompt."""
-    head = _HEAD.search(prompt)
-    question = head.group(2).strip() if head else prompt.strip().splitlines()[0]
-    line = _OPTIONS.search(prompt)
-    options = _literals(line.group(1)) if line else []
-    peers = []
-    for m in _PEER.finditer(prompt):
-        names = _literals(m.group(2))
-        try:
-            conf = float(m.group(3))
-        except ValueError:
-            continue
-        if names:
-            peers.append((m.group(1), names[0], conf))
-    return question, options, peers
+        if isinstance(option, str):
+            peers.append((m.group(1), option, conf))
+    return peers
 
 
 def _options_for(ask: Ask, question: str, names: list[str]) -> tuple[Scenario, list[Option]]:
-    scenario = ask.bank.find(ask.prompt, "cons", question=question)
+    scenario = ask.bank.find(question, "cons", question=question)
     names = names or ([o.name for o in scenario.options] if scenario else ["The proposal"])
     generic = ask.bank.fill_generic(question, options=names)
     chosen = [(scenario.option(n) if scenario else None) or generic.option(n) for n in names]
@@ -91,7 +77,9 @@ def _confidence(ask: Ask, support: float, margin: float, agreement: float) -> fl
 
 
 def ballot(ask: Ask) -> tuple[str, dict]:
-    question, names, peers = parse_prompt(ask.user)
+    question = str(ask.input("question", ""))
+    names = [str(o) for o in ask.input("options") or []]
+    peers = peers_of(str(ask.input("positions") or ""))
     scenario, options = _options_for(ask, question, names)
     meta = {"scenario": scenario.id, "challenge_round": bool(peers)}
     if ask.malformed:
@@ -134,3 +122,8 @@ def ballot(ask: Ask) -> tuple[str, dict]:
     ballot_json = {"option": option.name, "vote": vote, "confidence": confidence,
                    "rationale": join_sentences(sentences, rng), "evidence": evidence}
     return json.dumps(ballot_json, ensure_ascii=False), {**meta, "utilities": [round(u, 4) for u in us]}
+
+
+# What answers each CONS step (the declaration's ``sim`` names this module); the conductor's
+# decision has none: a person decides it.
+HANDLERS = {"ballot": ballot, "challenge": ballot}

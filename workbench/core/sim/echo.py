@@ -13,13 +13,20 @@ recital the ``[Resonance check: ...]`` token asks for. Explicit checks (purpose 
 answered by the engine's agent: ``Resonance: "<marker>"`` or "I cannot find a resonance marker".
 The malformed knob does not apply: a lost marker is Echo's own kind of invalid reply.
 
+What a call asks is read from the values Echo made its prompt of
+(:func:`~workbench.core.protocols.echo.steps.echo_values`: the query, the agent's role, the check
+token's hex), never from the prompt's wording: an edited Echo template changes the words that
+fill the agent's window (by their number, when a marker falls out of it), never what the agent
+takes itself to be asked.
+
 In a run wrapped in Echo (``workbench.core.protocols.echo.wrap``) EVERY call of the agent goes
 through its window, not only Echo's own turns and checks: :meth:`EchoSimAgent.answer_in_session`
 rebuilds the window from ``call.meta["echo"]["session"]`` (the agent's earlier calls and replies,
 in the conductor's order), adds the call, and writes the reply with ``work`` (the protocol's own
 reply writer, given the protocol's messages without Echo's additions, so Echo never changes what
-an agent says, only whether it remembers). A pacemaker call (``[Resonance check: …]``) gets the
-recital of the latest whole marker still in the window: a ``"resonance"`` key in a JSON reply,
+an agent says, only whether it remembers). A pacemaker call whose request ends with the check
+token (a ``check_hex`` among the values Echo dressed it with) gets the recital of the latest whole
+marker still in the window: a ``"resonance"`` key in a JSON reply,
 else a last line ``Resonance: "<marker>"``; nothing when none is left. Because the window is a
 function of the session, it does not depend on the order concurrent calls are answered, and a
 resumed run, whose earlier replies come from the project file, sees the same window.
@@ -30,23 +37,24 @@ from __future__ import annotations
 import copy
 import json
 import random
-import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workbench.core.protocols.echo.context import CONTEXT_LIMIT, AgentContext, ContextLimitError, SimulatedAgent
+from workbench.core.protocols.echo.context import (
+    CONTEXT_LIMIT,
+    AgentContext,
+    ContextLimitError,
+    SimulatedAgent,
+    last_message,
+)
 from workbench.core.protocols.echo.footer import stamp_footer
 from workbench.core.protocols.echo.markers import Marker, find_markers
+from workbench.core.protocols.echo.steps import echo_values
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply
 from workbench.core.sim.persona import SimPersona
 from workbench.core.sim.scenarios import ScenarioBank
 from workbench.core.sim.text import digest, join_sentences
-
-RECITE = "recite the resonance marker"
-CHECK_TOKEN = re.compile(r"\s*\[Resonance check: [^\]]*\]\s*$", re.I)
-_ROLE = re.compile(r"^(?:You are (.+?) in the |Role: (.+)$)", re.M)
-
 
 class EchoSimAgent(SimulatedAgent):
     """One simulated Echo agent: a context window that overflows as the persona says."""
@@ -103,17 +111,16 @@ class EchoSimAgent(SimulatedAgent):
         self._seen = list(dict.fromkeys(self.hexes_in_window()))
         if self._work is not None:
             return self._protocol_reply(call, events)
-        last = call.messages[-1].get("content", "") if call.messages else ""
-        for m in _ROLE.finditer("\n".join(msg.get("content", "") for msg in call.messages)):
-            role = (m.group(1) or m.group(2) or "").strip()
-            if role and "[" not in role and "]" not in role:
-                self.persona = role
-        if RECITE in last.lower():
+        values = echo_values(call)
+        role = str(values.get("role") or "").strip()  # who the session says the agent is
+        if role and "[" not in role and "]" not in role and "\n" not in role:  # a footer's Role must parse
+            self.persona = role
+        if call.purpose == "verify":
             return super()._compose(call, events)  # the engine's recital, with its footer
-        query = CHECK_TOKEN.sub("", last.split("[USER MESSAGE]")[-1]).strip()
+        query = str(values.get("message", last_message(call))).strip()
         text = self.work_reply(call, query)
         markers = find_markers(self.context.window_text())
-        if "[resonance check:" in last.lower():
+        if values.get("check_hex"):
             text += "\n" + (f'Resonance: "{markers[-1]}"' if markers
                             else "I cannot find a resonance marker in my context.")
         if self.footers and markers:
@@ -123,9 +130,8 @@ class EchoSimAgent(SimulatedAgent):
 
     def _protocol_reply(self, call: AgentCall, events: list[str]) -> str:
         text, self._work_detail = self._work()  # type: ignore[misc]
-        last = call.messages[-1].get("content", "") if call.messages else ""
         markers = find_markers(self.context.window_text())
-        if "[resonance check:" in last.lower() and markers:
+        if echo_values(call).get("check_hex") and markers:
             text = with_recital(text, markers[-1])
         if self.footers and markers and not _json_object(text):
             text += "\n" + stamp_footer(markers[-1].hex, self.persona,

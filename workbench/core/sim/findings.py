@@ -7,18 +7,18 @@ readily and a Dev is the most accurate. A finding the bank does not know has no 
 the agent's stance then acts as its prior that such claims hold. A draw close to the decision
 boundary gives "uncertain". Votes are independent (nobody sees a peer), so sycophancy has no
 effect here.
+
+sim reads what the call was made of (the step's values: the claim, the agent's role), never the
+prompt's wording, so an edited template changes no simulated vote.
 """
 
 from __future__ import annotations
 
 import json
-import re
 
-from workbench.core.protocols.shared.fencing import NAME as FENCE_NAME
 from workbench.core.sim.persona import SimPersona
 from workbench.core.sim.text import Ask, as_clause, clamp, r2
 
-FENCED = re.compile(rf"<<<({FENCE_NAME}|ARTIFACT-[0-9A-F]+)>>>\n(.*?)\n<<<END-\1>>>", re.S)
 ROLE_BIAS = {"scout": 0.05, "auditor": -0.08, "dev": 0.0}
 ROLE_ACCURACY = {"dev": 0.05}
 UNCERTAIN_BAND = 0.06
@@ -39,16 +39,12 @@ def confirm_probability(truth: bool | None, role: str, persona: SimPersona) -> f
 
 
 def _role(ask: Ask) -> str:
-    role = ask.call.meta.get("role")
-    if isinstance(role, str) and role:
-        return role.lower()
-    m = re.search(r"You are the (\w+)", ask.system)
-    return m.group(1).lower() if m else "scout"
+    role = ask.input("role")
+    return role.lower() if isinstance(role, str) and role else "scout"
 
 
 def finding_vote(ask: Ask) -> tuple[str, dict]:
-    blocks = FENCED.findall(ask.user)
-    claim = blocks[0][1].strip() if blocks else ask.user.strip()
+    claim = str(ask.input("claim") or "").strip()
     hit = ask.bank.find_finding(claim)
     if hit:
         scenario, item = hit
@@ -77,3 +73,7 @@ def finding_vote(ask: Ask) -> tuple[str, dict]:
         reason = " ".join(picks)
     text = json.dumps({"vote_type": vote_type, "confidence": r2(confidence), "reason": reason}, ensure_ascii=False)
     return text, {**meta, "role": role, "p_confirm": round(p, 4)}
+
+
+# What answers each findings step (the declaration's ``sim`` names this module).
+HANDLERS = {"vote": finding_vote}

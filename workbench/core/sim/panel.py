@@ -1,9 +1,10 @@
 """The simulated panel: answers an :class:`AgentCall` with the reply TEXT a model would return.
 
-``SimPanel(seed, personas).reply(call)`` routes the call by its purpose (and, for ballots, its
-reply schema) to the module that writes that protocol's replies, and wraps the text in a
-:class:`SimReply` whose meta says ``simulated: True`` and ``model: "sim"``. The text then goes
-through the protocol's own parser, exactly as a real model's reply would.
+``SimPanel(seed, personas).reply(call)`` routes the call by its step (its protocol's declared
+``sim`` module's ``HANDLERS``; no protocol is named here) to the function that writes its reply,
+and wraps the text in a :class:`SimReply` whose meta says ``simulated: True`` and ``model:
+"sim"``. The text then goes through the protocol's own parser, exactly as a real model's reply
+would.
 
 Determinism: each reply draws from ``random.Random("<seed>/<key>/<agent>/<purpose>/<prompt hash>")``
 plus, for what must be stable across rounds, ``random.Random("<seed>/latent/<agent>/<scenario>")``.
@@ -19,6 +20,7 @@ messages (``meta["echo"]["protocol_messages"]``), so it is the same as without E
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -27,7 +29,7 @@ from typing import Any
 
 from workbench.core.errors import InputError
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply
-from workbench.core.sim import arm, arm_r2, cons, findings, rcp
+from workbench.core.sim import arm
 from workbench.core.sim.echo import EchoSimAgent
 from workbench.core.sim.persona import SIM_MODEL, SimError, SimPersona, SimReply
 from workbench.core.sim.scenarios import Scenario, ScenarioBank, default_bank
@@ -38,24 +40,7 @@ HUMAN_AGENTS = frozenset({"conductor"})
 Handler = Callable[[Ask], tuple[str, dict]]
 
 
-def _trace(ask: Ask) -> tuple[str, dict]:
-    if ask.call.reply_schema == "arm_trace_gamma_r2":
-        return arm_r2.reconcile(ask)
-    if ask.call.reply_schema == "arm_trace_r2" or ask.call.key.startswith(("r2/", "fap/")):
-        return arm_r2.deliberate(ask)
-    return arm.round1(ask)
-
-
-ROUTES: dict[tuple[str, str | None], Handler] = {
-    ("generate", None): rcp.generate,
-    ("vote", None): rcp.vote,
-    ("ballot", "rcp_ballot"): rcp.ballot,
-    ("ballot", "cons_ballot"): cons.ballot,
-    ("finding_vote", None): findings.finding_vote,
-    ("trace", None): _trace,
-}
 ECHO_PURPOSES = frozenset({"turn", "verify"})
-KNOWN = sorted({p for p, _ in ROUTES} | ECHO_PURPOSES)
 
 
 class SimPanel:
@@ -83,8 +68,7 @@ class SimPanel:
         if call.agent in self.personas:
             return self.personas[call.agent]
         if call.agent == "silent" and call.purpose == "trace":
-            system = next((m.get("content", "") for m in call.messages if m.get("role") == "system"), "")
-            draw = arm.silent_draw(system)
+            draw = arm.draw_of(call)  # the call's input, never its prompt
             if draw in self.personas:
                 return self.personas[draw]
         return self.default
@@ -107,12 +91,13 @@ class SimPanel:
         session = _echo_session(call)
         if call.purpose in ECHO_PURPOSES:
             return self._echo_reply(call) if session is None else self._session_reply(call, session, None)
-        schema = call.reply_schema if call.purpose == "ballot" else None
-        handler = ROUTES.get((call.purpose, schema))
+        handler = _declared_handler(call)
         if handler is None:
+            schema = call.reply_schema
             what = f"purpose {call.purpose!r}" + (f" with reply schema {schema!r}" if schema else "")
-            raise SimError(f"the simulated panel cannot answer {what} (call {call.key!r}); it answers "
-                           f"{', '.join(KNOWN)} (ballots with reply schema rcp_ballot or cons_ballot)")
+            raise SimError(f"the simulated panel cannot answer {what} (call {call.key!r}); it answers each step "
+                           "a registered protocol declares and its sim module's HANDLERS name, and Echo's "
+                           f"{', '.join(sorted(ECHO_PURPOSES))}")
         if session is not None:
             asked = replace(call, messages=tuple(call.meta["echo"].get("protocol_messages") or call.messages))
             return self._session_reply(call, session, lambda: handler(
@@ -162,6 +147,20 @@ class SimPanel:
                 meta[key] = detail.pop(key)
         meta["sim"] = detail
         return meta
+
+
+def _declared_handler(call: AgentCall) -> Handler | None:
+    """What answers the call's step, by its protocol's declaration (``sim``: a module whose
+    ``HANDLERS`` map step names to handlers). The step is the one the call's meta names, or for a
+    call built by hand the one declared step of its purpose (``registry.step_of``); None when
+    no declared step, or no handler, answers it."""
+    from workbench.core import registry
+
+    found = registry.step_of(call)
+    if found is None or not found[0].sim:
+        return None
+    protocol, step = found
+    return getattr(importlib.import_module(protocol.sim), "HANDLERS", {}).get(step.name)
 
 
 def _echo_session(call: AgentCall):

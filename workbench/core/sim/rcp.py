@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
-from workbench.core.protocols.shared.fencing import NAME as FENCE_NAME
 from workbench.core.sim.persona import SimPersona
 from workbench.core.sim.scenarios import Scenario
 from workbench.core.sim.text import (
@@ -29,8 +27,6 @@ from workbench.core.sim.text import (
     verdict_for,
 )
 
-FENCED = re.compile(rf"<<<({FENCE_NAME}|ARTIFACT-[0-9A-F]+)>>>\n(.*?)\n<<<END-\1>>>", re.S)
-BALLOT_BLOCK = re.compile(rf"Response ([A-Z][0-9]*):\n<<<({FENCE_NAME}|ARTIFACT-[0-9A-F]+)>>>\n(.*?)\n<<<END-\2>>>", re.S)
 MALFORMED_VOTES = ("Maybe.", "I am not sure; it depends on details the response leaves out.",
                    '{"vote": "MAYBE", "reason": "It depends."}', '{"vote": "YES", "reason": "Sound')
 MALFORMED_BALLOTS = ("Maybe.", '{"votes": "they all look reasonable"}', '{"votes": {"A": "YES"')
@@ -47,12 +43,7 @@ def approval_probability(artifact_stance: float, voter_stance: float, persona: S
 
 
 def _query(ask: Ask) -> str:
-    m = re.search(r"^Question: (.*)$", ask.user, re.M)
-    if m:
-        return m.group(1).strip()
-    head = re.split(r"\n\n(?:Positions that every cluster endorsed|Answer in one or two short paragraphs)",
-                    ask.user, maxsplit=1)[0]
-    return head.strip()
+    return str(ask.input("query", ""))
 
 
 def scenario_for(ask: Ask, query: str) -> Scenario:
@@ -68,7 +59,7 @@ def generate(ask: Ask) -> tuple[str, dict]:
     query = _query(ask)
     scenario = scenario_for(ask, query)
     p = home_position(ask, scenario)
-    shared = [text for _, text in FENCED.findall(ask.user)]
+    shared = list(ask.input("common_ground") or [])
     if shared:  # refinement: the common ground of the last round pulls the author towards it
         ground = sum(infer_stance(t, scenario)[0] for t in shared) / len(shared)
         p = clamp(p + (0.15 + 0.6 * ask.persona.sycophancy) * (ground - p))
@@ -123,8 +114,7 @@ def vote(ask: Ask) -> tuple[str, dict]:
     scenario = scenario_for(ask, query)
     if ask.malformed:
         return ask.rng.choice(MALFORMED_VOTES), {"scenario": scenario.id, "malformed": True}
-    blocks = FENCED.findall(ask.user)
-    artifact = blocks[-1][1] if blocks else ask.user
+    artifact = str(ask.input("artifact", ""))
     voter = home_position(ask, scenario)
     approve, reason, detail = _judge(ask, scenario, artifact, voter, ask.rng.random())
     word = "YES" if approve else "NO"
@@ -142,10 +132,14 @@ def ballot(ask: Ask) -> tuple[str, dict]:
         return ask.rng.choice(MALFORMED_BALLOTS), {"scenario": scenario.id, "malformed": True}
     voter = home_position(ask, scenario)
     votes, details = {}, {}
-    blocks = BALLOT_BLOCK.findall(ask.user)
+    blocks = list(zip(ask.input("labels") or [], ask.input("responses") or []))
     draws = [ask.rng.random() for _ in blocks]
-    for (label, _fence, artifact), u in zip(blocks, draws):
+    for (label, artifact), u in zip(blocks, draws):
         approve, _reason_text, detail = _judge(ask, scenario, artifact, voter, u)
         votes[label] = "YES" if approve else "NO"
         details[label] = detail
     return json.dumps({"votes": votes}, ensure_ascii=False), {"scenario": scenario.id, "ballot": details}
+
+
+# What answers each RCP step (the declaration's ``sim`` names this module).
+HANDLERS = {"generate": generate, "vote": vote, "ballot": ballot}

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.core.protocols.shared.fencing import mask_fences
+from workbench.core.protocols.shared.declaration import sim_digest_text
 from workbench.core.protocols.shared.steps import AgentCall
 from workbench.core.sim.persona import SimPersona
 from workbench.core.sim.scenarios import Scenario, ScenarioBank, Statement, norm
@@ -67,8 +67,10 @@ class Ask:
 
     def __post_init__(self) -> None:
         # Fence names are fresh per call (never from the seed): the draws must not depend on them.
+        # An edited template leaves the draws alone: they hang on the prompt the step's default
+        # template makes (sim reads a call's values, never its prompt's wording).
         self.rng = random.Random(f"{self.seed}/{self.call.key}/{self.call.agent}/{self.call.purpose}/"
-                                 f"{digest(mask_fences(self.prompt))}")
+                                 f"{digest(sim_digest_text(self.call))}")
         self._malformed_draw = self.rng.random()
 
     @property
@@ -79,6 +81,12 @@ class Ask:
     def user(self) -> str:
         users = [m.get("content", "") for m in self.call.messages if m.get("role") == "user"]
         return users[-1] if users else (self.call.messages[-1].get("content", "") if self.call.messages else "")
+
+    def input(self, name: str, default: Any = None) -> Any:
+        """A value the call's prompt was made of (``meta["inputs"]``): what sim reads, never the
+        prompt's wording."""
+        inputs = self.call.meta.get("inputs") if isinstance(self.call.meta, dict) else None
+        return inputs.get(name, default) if isinstance(inputs, dict) else default
 
     @property
     def system(self) -> str:

@@ -12,6 +12,7 @@ preflight's key check without the network, for checking a provider as the user t
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 
@@ -70,6 +71,55 @@ def probe_provider(record: dict | ProviderConfig, *, api_key: str | None = None,
             forms = probe_structured(config, api_key=api_key, cancel=cancel)
         return ProbeResult(True, f"OK: replied in {latency:.0f} ms", latency, result.text, structured=forms)
     return ProbeResult(False, result.error or result.status, result.latency_ms, None, result.error_kind)
+
+
+# The variables litellm reads a cloud provider's key from, by the model's prefix (as
+# ``litellm.validate_environment`` names them in the pinned release; tests/services checks they
+# agree), so that a missing key is said at once, without importing litellm (seconds) or sending
+# anything. A prefix not listed is left to the probe.
+KEY_VARIABLES = {"openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",),
+                 "mistral": ("MISTRAL_API_KEY",), "groq": ("GROQ_API_KEY",), "deepseek": ("DEEPSEEK_API_KEY",),
+                 "gemini": ("GOOGLE_API_KEY", "GEMINI_API_KEY"), "cohere": ("COHERE_API_KEY",),
+                 "openrouter": ("OPENROUTER_API_KEY",), "xai": ("XAI_API_KEY",),
+                 "together_ai": ("TOGETHERAI_API_KEY",)}
+
+
+def key_variables(model: str) -> tuple[str, ...]:
+    """The variables litellm would read ``model``'s key from, when :data:`KEY_VARIABLES` knows them."""
+    prefix = model.split("/", 1)[0] if "/" in model else ("openai" if model.startswith("gpt-") else "")
+    return KEY_VARIABLES.get(prefix, ())
+
+
+def missing_credentials(record: dict | ProviderConfig, *, api_key: str | None = None,
+                        keyring: bool = True) -> str | None:
+    """Why a test of the provider cannot work, found at once with neither litellm nor the network:
+    a key it names that cannot be read, or a cloud model whose own key variable is not set. None:
+    nothing found, the probe decides (a typed ``api_key`` is a key). ``keyring`` False: a keyring
+    entry is not looked up (its backend may be slow to answer: the GUI thread leaves it to the probe)."""
+    try:
+        config = provider_config(record)
+    except InputError as exc:
+        return f"The provider is not valid: {exc}"
+    if config.model in (SIM_MODEL, MANUAL) or api_key or config.deployments:
+        return None
+    from workbench.services.llm.secrets import MissingKey, resolve_key
+
+    if config.key_env or config.key_keyring:
+        if config.key_keyring and not keyring:
+            return None
+        try:
+            resolve_key(config.key_env, config.key_keyring)
+        except MissingKey as exc:
+            return f"No key: {exc}. Set it before starting the workbench, or store the key in the keyring."
+        return None
+    if config.api_base:  # a server of one's own needs no key
+        return None
+    names = key_variables(config.model)
+    if names and not any(os.environ.get(n) for n in names):
+        which = names[0] if len(names) == 1 else " or ".join(names)
+        return (f"No key: {config.model} reads its key from {which}, which is not set. Set it before starting "
+                "the workbench, or name where the key is (an environment variable, or the keyring).")
+    return None
 
 
 def key_problem(record: dict | ProviderConfig) -> str | None:

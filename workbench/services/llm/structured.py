@@ -2,8 +2,8 @@
 each kind of server accepts (SPEC §6 ``structured_output``).
 
 - :func:`reply_schema`: ``(name, schema)`` for a call whose reply must be JSON, from the pydantic
-  model that the protocol's parser validates the reply with (one registry: :data:`REPLY_MODELS`
-  and the per-call models of RCP ballots and CONS ballots, whose labels and options vary).
+  model that the protocol's parser validates the reply with (its declaration's ``reply_model``,
+  per call: an RCP ballot's labels and a CONS ballot's options vary).
 - :func:`response_format`: the request's ``response_format`` for a mode:
   ``json_schema`` → ``{"type": "json_schema", "json_schema": {"name", "schema", "strict": true}}``
   (OpenAI, vLLM, llama.cpp's ``llama-server``, Ollama, the clouds through litellm);
@@ -13,8 +13,8 @@ each kind of server accepts (SPEC §6 ``structured_output``).
 - :func:`reply_problem`: why a reply cannot be read, by the protocol's own parser (None: it
   can); what a re-ask sends back to the model (:func:`reask_messages`).
 
-No litellm import here (the gateway passes its module in); the protocol modules are imported
-when first needed.
+No litellm import here (the gateway passes its module in); no protocol is named here: each is
+reached through the registry.
 """
 
 from __future__ import annotations
@@ -23,51 +23,17 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from workbench.core.protocols.shared.steps import AgentCall
+from workbench.core.protocols.shared.steps import AgentCall, AgentReply
 from workbench.core.protocols.shared.structured import schema_name, strict_schema
 
 MODES = ("auto", "json_schema", "json_object", "off")
 
 
-def _rcp_vote():
-    from workbench.core.protocols.rcp.run import VoteReply
-    return VoteReply
-
-
-def _finding_vote():
-    from workbench.core.protocols.findings.run import FindingVoteReply
-    return FindingVoteReply
-
-
-def _cons_ballot():
-    from workbench.core.protocols.cons.run import BallotReply
-    return BallotReply
-
-
-def _arm(name: str):
-    def model():
-        from workbench.core.protocols.arm.replies import TRACE_MODELS
-        return TRACE_MODELS[name]
-    return model
-
-
-# reply_schema name -> the model its parser validates with (per-call variants below).
-REPLY_MODELS = {"rcp_vote": _rcp_vote, "finding_vote": _finding_vote, "cons_ballot": _cons_ballot,
-                "arm_trace_r1": _arm("arm_trace_r1"), "arm_trace_r2": _arm("arm_trace_r2"),
-                "arm_trace_gamma_r2": _arm("arm_trace_gamma_r2")}
-
-
 def reply_model(call: AgentCall):
-    """The pydantic model of the call's reply, or None when the reply is free text."""
-    name = call.reply_schema
-    if name == "rcp_ballot" and call.meta.get("labels"):
-        from workbench.core.protocols.rcp.run import ballot_model
-        return ballot_model(tuple(call.meta["labels"]))
-    if name == "cons_ballot" and call.meta.get("options"):
-        from workbench.core.protocols.cons.run import ballot_reply_model
-        return ballot_reply_model(tuple(call.meta["options"]))
-    factory = REPLY_MODELS.get(name or "")
-    return factory() if factory is not None else None
+    """The pydantic model of the call's reply (its protocol's declaration says which), or None when
+    the reply is free text."""
+    declared = _declared(call, "reply_model")
+    return declared(call) if declared is not None else None
 
 
 @lru_cache(maxsize=256)
@@ -102,34 +68,39 @@ def supports_schema(litellm: Any, model: str) -> bool:
         return False
 
 
-def reply_problem(call: AgentCall, text: str | None) -> str | None:
+def read_reply(call: AgentCall, reply):
+    """``reply`` read by its call's protocol (its declaration's ``read``), once: the reading goes
+    with the reply, so the runner stores and the generator uses the reading the re-ask judged."""
+    from workbench.core.protocols.shared.steps import read_reply as with_reading
+
+    return with_reading(call, reply, _declared(call, "read"))
+
+
+def _declared(call: AgentCall, what: str):
+    """What the call's protocol declares (``reply_model``, ``read``): the protocol its meta names,
+    else the one whose declared step made it (``registry.step_of``: a call built by hand)."""
+    from workbench.core import registry
+
+    protocol = call.meta.get("protocol") if isinstance(call.meta, dict) else None
+    declared = registry.protocols().get(protocol) if protocol else None
+    if declared is None:
+        found = registry.step_of(call)
+        declared = found[0] if found is not None else None
+    return getattr(declared, what, None) if declared is not None else None
+
+
+def reply_problem(call: AgentCall, text: str | None, reading=None) -> str | None:
     """Why the protocol's parser cannot read ``text`` as this call's reply; None when it can (or
-    when the reply is free text)."""
+    when the reply is free text). ``reading``: the reply as its protocol read it, when it has one;
+    else the protocol's declared ``read`` reads it now."""
     if text is None:
         return "no reply"
-    fence, name = call.meta.get("delimiter"), call.reply_schema
-    if name == "rcp_vote":
-        from workbench.core.protocols.rcp.run import parse_vote
-        vote = parse_vote(text, fence)
-        return None if vote.status == "valid" else vote.reason or "unreadable vote"
-    if name == "rcp_ballot":
-        from workbench.core.protocols.rcp.run import parse_ballot
-        labels = list(call.meta.get("labels") or {})
-        bad = [(label, v.reason) for label, v in parse_ballot(text, labels, fence).items() if v.status != "valid"]
-        return None if not bad else "; ".join(f"{label}: {why}" for label, why in bad[:3])
-    if name == "finding_vote":
-        from workbench.core.protocols.findings.run import parse_finding_vote
-        parsed = parse_finding_vote(call.agent, text, fence)
-        return None if parsed.vote is not None else parsed.reason or "unreadable vote"
-    if name == "cons_ballot":
-        from workbench.core.protocols.cons.run import parse_ballot_reply
-        parsed = parse_ballot_reply(call.agent, text, fence)
-        return None if parsed.ballot is not None else parsed.reason or "unreadable ballot"
-    if name in REPLY_MODELS:  # an ARM trace
-        from workbench.core.protocols.arm.replies import parse_reply
-        trace = parse_reply(text, {}, fence=fence, schema=name)
-        return None if trace.ok else str(trace.failure_reason or "unreadable trace")
-    return None
+    if reading is None:
+        read = _declared(call, "read")
+        if read is None:
+            return None
+        reading = read_reply(call, AgentReply(call.key, text)).reading
+    return reading.problem or "unreadable reply" if reading.valid is False else None
 
 
 def reask_messages(call: AgentCall, bad_reply: str, problem: str) -> list[dict]:

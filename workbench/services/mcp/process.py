@@ -5,20 +5,58 @@ its own process (its own connections to the file, its own event loop) and the GU
 through the project model's ``data_version`` poll like any other writer's. The URL and the bearer
 token come from the ``RWB_MCP_READY`` line the server writes on stderr once it accepts
 connections. :func:`client_config` builds the snippet a user pastes into an MCP client.
+
+The server's stderr also carries its log, which quotes what MCP clients send (escaped, one line
+per record). A control line is read only through :func:`read_control_line`: it must be exactly a
+prefix and one ASCII JSON object holding the channel key this process gave the server in
+``RWB_MCP_CHANNEL`` (SPEC §11). Clients never see that key, so no agent name can forge a client
+or a ready line; every other line is kept (escaped) for the failure message.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
+import re
+import secrets
 import sys
 from collections import deque
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QProcess, QTimer, Signal
+from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signal
+
+from workbench.core.limits import MAX_NAME_CHARS, printable
 
 READY_PREFIX = "RWB_MCP_READY "  # the line workbench.services.mcp.http writes (kept Qt-free there)
 CLIENT_PREFIX = "RWB_MCP_CLIENT "  # and the line it writes for each new client
+CHANNEL_ENV = "RWB_MCP_CHANNEL"  # where the server finds the key its control lines carry
 SERVER_KEY = "resonance-consensus"
+# A prefix, then one JSON object of printable ASCII (the server writes it with ensure_ascii).
+_CONTROL_LINE = re.compile(r"(RWB_MCP_READY|RWB_MCP_CLIENT) (\{[\x20-\x7e]*\})")
+_TAIL_CHARS = 500  # a log line kept for the failure message, at most this long
+
+
+def read_control_line(line: str, channel: str) -> tuple[str, dict] | None:
+    """``("ready", {url, token, ...})`` or ``("client", {name, version})`` for a control line the
+    server wrote with this ``channel`` key, else None: a line that is not exactly a prefix and an
+    ASCII JSON object, whose key differs, or whose fields are not what the server writes."""
+    found = _CONTROL_LINE.fullmatch(line)
+    if found is None or not channel:
+        return None
+    try:
+        payload = json.loads(found.group(2))
+    except ValueError:
+        return None
+    given = payload.get("channel") if isinstance(payload, dict) else None
+    if not isinstance(given, str) or not hmac.compare_digest(given.encode(), channel.encode()):
+        return None
+    if found.group(1) == "RWB_MCP_READY":
+        ok = isinstance(payload.get("url"), str) and isinstance(payload.get("token"), str)
+        return ("ready", payload) if ok else None
+    name, version = payload.get("name"), payload.get("version")
+    ok = (isinstance(name, str) and 0 < len(name) <= MAX_NAME_CHARS
+          and (version is None or (isinstance(version, str) and len(version) <= MAX_NAME_CHARS)))
+    return ("client", payload) if ok else None
 
 
 def rwb_command() -> list[str]:
@@ -77,6 +115,7 @@ class McpServerProcess(QObject):
         self.token: str | None = None
         self.project: Path | None = None
         self.clients: dict[str, str] = {}  # the clients this server has seen, by name: their version
+        self.channel = ""  # the key of this start's control lines
         self._tail: deque[str] = deque(maxlen=40)
         self._partial = ""
         self._stopping = False
@@ -105,10 +144,14 @@ class McpServerProcess(QObject):
         self.project = Path(project)
         self.url = self.token = None
         self.clients = {}
+        self.channel = secrets.token_hex(16)
         self._tail.clear()
         self._partial = ""
         self._stopping = False
         process = QProcess(self)
+        environment = QProcessEnvironment.systemEnvironment()
+        environment.insert(CHANNEL_ENV, self.channel)
+        process.setProcessEnvironment(environment)
         process.setProgram(self.command[0])
         process.setArguments([*self.command[1:], "serve-mcp", "--project", str(self.project), "--http",
                               *(extra_args or [])])
@@ -152,33 +195,27 @@ class McpServerProcess(QObject):
             return
         text = self._partial + bytes(process.readAllStandardError().data()).decode("utf-8", "replace")
         *lines, self._partial = text.split("\n")
+        if len(self._partial) > 1_000_000:  # a line that never ends: keep what is needed to show it
+            self._partial = self._partial[:_TAIL_CHARS]
         for line in lines:
             line = line.rstrip("\r")
-            if line.startswith(READY_PREFIX) and not self.ready:
-                self._on_ready(line[len(READY_PREFIX):])
-            elif line.startswith(CLIENT_PREFIX):
-                self._on_client(line[len(CLIENT_PREFIX):])
-            elif line:
-                self._tail.append(line)
+            control = read_control_line(line, self.channel)
+            if control is None:
+                if line:
+                    self._tail.append(printable(line[:_TAIL_CHARS]))
+            elif control[0] == "ready":
+                if not self.ready:
+                    self._on_ready(control[1])
+            else:
+                self._on_client(control[1])
 
-    def _on_ready(self, payload: str) -> None:
-        try:
-            info = json.loads(payload)
-            url, token = str(info["url"]), str(info["token"])
-        except (ValueError, KeyError, TypeError):
-            self._tail.append(f"unreadable ready line: {payload[:200]}")
-            return
+    def _on_ready(self, info: dict) -> None:
         self._start_timer.stop()
-        self.url, self.token = url, token
-        self.started.emit(url, token)
+        self.url, self.token = info["url"], info["token"]
+        self.started.emit(self.url, self.token)
 
-    def _on_client(self, payload: str) -> None:
-        try:
-            info = json.loads(payload)
-            name, version = str(info["name"]), str(info.get("version") or "")
-        except (ValueError, KeyError, TypeError):
-            self._tail.append(f"unreadable client line: {payload[:200]}")
-            return
+    def _on_client(self, info: dict) -> None:
+        name, version = printable(info["name"]), printable(info.get("version") or "")
         self.clients[name] = version
         self.client_seen.emit(name, version)
 

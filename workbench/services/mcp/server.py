@@ -17,6 +17,11 @@ message, never a crash):
 Every stored vote records the MCP client that sent it (``clientInfo.name``) and the agent it
 speaks for; ``raw`` keeps the call as received (transport, client name and version, arguments).
 
+Untrusted input (SPEC §11, docs/mcp.md "Untrusted clients"): every argument has a bound that the
+input schema states (``maxLength``), ids carry no control characters, ``context`` is bounded in
+size and depth, and a client whose ``clientInfo`` breaks its bounds is refused, never truncated.
+The transports check each message before the SDK does (``wire.py``, ``stdio.py``, ``http.py``).
+
 Store calls run on :class:`StoreThreads`: a few threads that each keep one connection to the
 project for their whole life and close it themselves when the server closes, so the event loop
 never waits on SQLite and no connection crosses a thread. Votes that arrive together are stored
@@ -30,19 +35,26 @@ import concurrent.futures
 import json
 import logging
 import queue
-import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from workbench import __version__
 from workbench.core.errors import WorkbenchError, field_path
+from workbench.core.limits import (
+    MAX_CLAIM_CHARS,
+    MAX_LIST_ITEMS,
+    MAX_NAME_CHARS,
+    MAX_RATIONALE_CHARS,
+    check_context,
+    check_name,
+    too_long,
+)
 from workbench.core.project.findings import (
     DEFAULT_HISTORY_LIMIT,
     MAX_HISTORY_LIMIT,
@@ -56,6 +68,7 @@ from workbench.core.project.findings import (
 from workbench.core.protocols.findings.book import VoteType
 from workbench.core.protocols.findings.config import DEFAULT_THRESHOLD, THRESHOLD_RANGE, Threshold
 from workbench.core.project.store import Store
+from workbench.services.mcp.wire import client_info_problem
 
 log = logging.getLogger("workbench.mcp")
 T = TypeVar("T")
@@ -77,14 +90,34 @@ def _lower(value: object) -> object:
     return value.strip().lower() if isinstance(value, str) else value
 
 
-FindingId = Annotated[str, Field(description="The finding's id, as create_finding or list_findings gave it.")]
-Agent = Annotated[str, Field(description="The agent casting the vote (e.g. scout, auditor, dev). "
-                                         "Its later vote on the same finding replaces this one.")]
+def _id_text(value: object) -> object:
+    """SPEC §11: an id carries no control character and is not made of invisible characters only;
+    a blank one is left to the store, which says it must not be empty."""
+    if isinstance(value, str) and value.strip():
+        check_name(value)
+    return value
+
+
+def _context_bounds(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A finding's context, bounded as everywhere (``limits.check_context``: depth, then size)."""
+    if value is not None:
+        check_context(value, "")
+    return value
+
+
+# The length comes before the validator, so it is the string's own maxLength (in the schema too).
+FindingId = Annotated[str, Field(
+    max_length=MAX_NAME_CHARS, description="The finding's id, as create_finding or list_findings gave it."),
+    AfterValidator(_id_text)]
+Agent = Annotated[str, Field(
+    max_length=MAX_NAME_CHARS, description="The agent casting the vote (e.g. scout, auditor, dev). "
+                                           "Its later vote on the same finding replaces this one."),
+    AfterValidator(_id_text)]
 VoteTypeArg = Annotated[VoteType, BeforeValidator(_lower),
                         Field(description="confirm (+1), challenge (-1) or uncertain (0: no influence).")]
 Confidence = Annotated[float, Field(strict=True, ge=0, le=1,
                                     description="How sure the agent is, from 0.0 to 1.0.")]
-Reason = Annotated[str, Field(description="One or two sentences: why this vote.")]
+Reason = Annotated[str, Field(max_length=MAX_RATIONALE_CHARS, description="One or two sentences: why this vote.")]
 StatusArg = Annotated[Literal["all", "confirmed", "challenged", "pending"], BeforeValidator(_lower),
                       Field(description="Which findings: all, confirmed, challenged or pending.")]
 
@@ -226,11 +259,18 @@ class ConsensusServer(MCPServer):
         # Called once per new MCP client (its clientInfo name and version) on its first tool call;
         # the HTTP server announces it on stderr for the GUI's "clients seen".
         self.on_client: Callable[[str, str | None], None] | None = None
-        self._clients: set[tuple[str, str | None]] = set()
+        self._clients: set[tuple[str, str | None]] = set()  # at most MAX_LIST_ITEMS announced
         _register_tools(self)
 
     def close(self, timeout: float = 10.0) -> bool:
         return self.threads.close(timeout)
+
+    async def run_checked_stdio(self) -> None:
+        """``run_stdio_async`` with every line checked first (``stdio.py``). The SDK's ``Server``
+        is only reachable as ``_lowlevel_server``; ``run_stdio_async`` itself uses it the same way."""
+        from workbench.services.mcp.stdio import serve_checked_stdio
+
+        await serve_checked_stdio(self._lowlevel_server)
 
     def __enter__(self) -> ConsensusServer:
         return self
@@ -239,10 +279,14 @@ class ConsensusServer(MCPServer):
         self.close()
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None):
-        """The SDK's call, with argument errors restated plainly (field: what is wrong)."""
-        if context is not None and self.on_client is not None:
-            client = client_of(context)
-            if client not in self._clients:
+        """The SDK's call, with argument errors restated plainly (field: what is wrong), refused
+        when the client's declared ``clientInfo`` breaks its bounds."""
+        if context is not None:
+            try:
+                client = client_of(context)
+            except ValueError as exc:
+                raise ToolError(f"Error executing tool {name}: {exc}") from None
+            if self.on_client is not None and client not in self._clients and len(self._clients) < MAX_LIST_ITEMS:
                 self._clients.add(client)
                 self.on_client(*client)
         try:
@@ -268,7 +312,9 @@ class ConsensusServer(MCPServer):
 
 
 def client_of(ctx: Context) -> tuple[str, str | None]:
-    """The MCP client's declared name and version (``clientInfo``), or ``("unknown", None)``."""
+    """The MCP client's declared name and version (``clientInfo``), or ``("unknown", None)``.
+    ``ValueError`` (naming the member) when they break their bounds: the transports refuse such
+    a client at ``initialize`` already; this covers a client in process."""
     try:
         params = ctx.session.client_params
     except (ValueError, AttributeError):
@@ -276,7 +322,10 @@ def client_of(ctx: Context) -> tuple[str, str | None]:
     info = params.client_info if params is not None else None
     if info is None or not info.name:
         return "unknown", None
-    return info.name[:200], info.version
+    problem = client_info_problem(info.model_dump(by_alias=True, exclude_none=True, mode="json"))
+    if problem is not None:
+        raise ValueError(f"clientInfo{problem}")
+    return info.name, info.version
 
 
 def _register_tools(server: ConsensusServer) -> None:
@@ -318,12 +367,14 @@ def _register_tools(server: ConsensusServer) -> None:
 
     @server.tool(annotations=writing)
     async def create_finding(
-        claim: Annotated[str, Field(description="The claim under review, in one or two sentences.")],
-        context: Annotated[dict[str, Any] | None, Field(
+        claim: Annotated[str, Field(max_length=MAX_CLAIM_CHARS,
+                                    description="The claim under review, in one or two sentences.")],
+        context: Annotated[dict[str, Any] | None, AfterValidator(_context_bounds), Field(
             description="Anything that helps the voters judge it (sources, commands, links).")] = None,
-        finding_id: Annotated[str | None, Field(
+        finding_id: Annotated[str | None, Field(max_length=MAX_NAME_CHARS,
             description="An id of your own; left out, one is made (f- and 10 hex digits). An id that "
-                        "exists with the same claim is that finding; with another claim it is refused.")] = None,
+                        "exists with the same claim is that finding; with another claim it is refused."),
+            AfterValidator(_id_text)] = None,
         threshold: Annotated[Threshold | None, Field(
             description=f"This finding's threshold (default {DEFAULT_THRESHOLD:g}).")] = None,
         ctx: Context = None,
@@ -375,7 +426,11 @@ def plain_errors(exc: ValidationError) -> str:
         kind = err.get("type", "")
         given = err.get("input")
         ctx = err.get("ctx") or {}
-        if kind in ("enum", "literal_error"):
+        if kind == "string_too_long" and isinstance(given, str):
+            message = too_long(len(given), ctx.get("max_length", 0))
+        elif kind == "value_error":  # our own validators: the message says it all
+            message = str(err.get("msg", "is invalid")).removeprefix("Value error, ")
+        elif kind in ("enum", "literal_error"):
             message = f"must be one of {ctx.get('expected', '').replace(' or ', ', ')}"
         elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
             low, high = _RANGES.get(field, (None, None))
@@ -383,7 +438,7 @@ def plain_errors(exc: ValidationError) -> str:
                        else err.get("msg", "is out of range").lower())
         else:
             message = _PLAIN.get(kind, err.get("msg", "is invalid"))
-        if kind != "missing":
+        if kind not in ("missing", "string_too_long", "value_error"):
             message += f", not {_shown(given)}"
         parts.append(f"{field}: {message}" if field else message)
     return "; ".join(parts)
@@ -404,25 +459,12 @@ def _shown(value: object) -> str:
     return {dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
 
 
-# ----- logging and the stdio transport ---------------------------------------------------------
-def configure_logging(log_file: Path | str | None = None, level: str = "info") -> None:
-    """Logs go to ``log_file`` or to stderr, never to stdout (stdout carries the protocol)."""
-    handler: logging.Handler = (logging.FileHandler(log_file, encoding="utf-8") if log_file
-                                else logging.StreamHandler(sys.stderr))
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    for old in list(root.handlers):
-        root.removeHandler(old)
-    root.addHandler(handler)
-    root.setLevel(logging.WARNING)
-    logging.getLogger("workbench").setLevel(level.upper())
-
-
+# ----- the stdio transport ---------------------------------------------------------------------
 def serve_stdio(store: Store) -> None:
     """Serve MCP over stdin/stdout until the client closes stdin."""
     import anyio
 
     with ConsensusServer(store, transport="stdio") as server:
         log.info("serving %s over stdio", store.path)
-        anyio.run(server.run_stdio_async)
+        anyio.run(server.run_checked_stdio)
         log.info("stdio client closed; stopping")

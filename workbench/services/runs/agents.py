@@ -147,7 +147,7 @@ class AgentRouter:
         assistant's, with the problem. The reply the protocol reads is the last one; each earlier
         one is kept in ``CallRecord.earlier`` (recorded as its own row, see ``record_call``)."""
         from workbench.core.runs.providers import merged_sampling
-        from workbench.services.llm.structured import reask_messages, reply_problem, reply_schema
+        from workbench.services.llm.structured import read_reply, reask_messages, reply_problem, reply_schema
 
         provider = self.cfg.providers.get(name)
         agent = self.cfg.agent(call.agent)
@@ -157,10 +157,10 @@ class AgentRouter:
                   "sample_index": int(call.meta.get("sample_index", 0)), "cancel": cancel,
                   **({"on_wait": on_wait} if on_wait is not None else {})}
         result = self._gateway.call(name, list(call.messages), **kwargs)
-        record = CallRecord(call, result.agent_reply(call.key), name, False, result.to_dict())
+        record = CallRecord(call, read_reply(call, result.agent_reply(call.key)), name, False, result.to_dict())
         earlier: list[CallRecord] = []
         for n in range(1, (provider.reask if provider is not None and schema is not None else 0) + 1):
-            problem = reply_problem(call, record.reply.text) if record.reply.ok else None
+            problem = reply_problem(call, record.reply.text, record.reply.reading) if record.reply.ok else None
             if problem is None or cancel.is_set():
                 break
             messages = reask_messages(call, record.reply.text or "", problem)
@@ -170,7 +170,7 @@ class AgentRouter:
             earlier.append(record)
             meta = {"reask": n, "reask_error": problem}
             reply = retry.agent_reply(call.key)
-            record = CallRecord(call, replace(reply, meta={**reply.meta, **meta}), name, False,
+            record = CallRecord(call, read_reply(call, replace(reply, meta={**reply.meta, **meta})), name, False,
                                 {**retry.to_dict(), "reask": meta})
             if not retry.ok:  # the re-ask failed: the protocol reads the last reply it did get
                 earlier.append(record)

@@ -15,13 +15,14 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
 from workbench.core.errors import WorkbenchError
 from workbench.core.limits import MAX_CONCURRENCY
-from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
+from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note, read_reply
 from workbench.core.runs.config import RunConfig, parse_run_config, protocol_generator
+from workbench.core.runs.provenance import prompts_for, provenance, stored_prompts, summary_fields
 from workbench.core.project import calls, runs
 from workbench.core.project.run_records import (CallRecord, clipped, finish_run, prepare_run, record_call,
                                                  record_calls)
@@ -32,6 +33,7 @@ from workbench.services.runs.agents import AgentRouter, ManualAgents, needs_huma
 from workbench.services.runs.budget import budget_gate, check_run_budget, describe
 from workbench.services.runs.estimate import call_estimate
 from workbench.services.runs.owners import owner, owner_alive
+from workbench.services.runs.pace import Pacer
 from workbench.services.runs.preflight import preflight
 
 
@@ -73,10 +75,12 @@ class CallEvent:
     error: str | None = None
     model: str | None = None  # "manual" for a person, "sim" for the simulated panel
     wait_s: float | None = None  # waiting only: seconds until the retry
+    ordinal: int | None = None  # finished only: the call's number in its run, from 1 (calls.run_log's "n")
 
 
 WAITING_FOR_HUMAN = "waiting for a human decision"
 WAIT_MARK = "⧗"  # a progress message that starts with it: a call waits before a retry
+PAUSE_MARK = "⏸"  # ... a phase waits for Next (a simulated run at a room's pace, step by step)
 
 
 class _CapStop(Exception):
@@ -96,14 +100,32 @@ def new_run_id(protocol: str) -> str:
     return f"{protocol}-{stamp}-{os.urandom(6).hex()}"  # 48 random bits: no clash in a big batch
 
 
+def with_findings(store: Store, cfg: RunConfig) -> RunConfig:
+    """A configuration whose protocol votes on findings (its config has ``findings``), ready to
+    run: the findings taken from another run's artifacts when it names one (``findings_from_run``),
+    and an id held by another claim refused now, before anything is written or spent. Keyed on
+    the configuration's own fields, never on the protocol's name."""
+    if getattr(cfg, "findings_from_run", None) and not cfg.findings:
+        from workbench.core.project.panel import findings_from_run
+
+        cfg = cfg.model_copy(update={"findings": findings_from_run(store, cfg.findings_from_run,
+                                                                  getattr(cfg, "findings_tiers", None))})
+    if getattr(cfg, "findings", None):
+        from workbench.core.project.findings import check_findings
+
+        check_findings(store, cfg.findings)
+    return cfg
+
+
 class Runner:
     _replay_from: str | None = None
 
     def __init__(self, store: Store, *, gateway=None, manual: ManualAgents | None = None,
                  on_progress: Callable[[RunProgress], None] | None = None,
                  cancel: threading.Event | None = None, max_workers: int = 16,
-                 on_call: Callable[[CallEvent], None] | None = None):
+                 on_call: Callable[[CallEvent], None] | None = None, pace: Pacer | None = None):
         self.store = store
+        self.pace = pace  # a room's pace for a simulated run (services.runs.pace); None: as fast as possible
         self.gateway = gateway  # a services.llm.Gateway; made from the config when None
         self.manual = manual
         self.on_progress = on_progress or (lambda _p: None)
@@ -114,23 +136,27 @@ class Runner:
     # ----- creating and running --------------------------------------------------------------
     def create(self, cfg: RunConfig, *, label: str = "", batch_id: str | None = None,
                replicate: int | None = None, estimate: bool = True) -> str:
-        if cfg.protocol == "findings" and cfg.findings_from_run and not cfg.findings:
-            from workbench.core.project.panel import findings_from_run
-
-            cfg = cfg.model_copy(update={"findings": findings_from_run(self.store, cfg.findings_from_run,
-                                                                      cfg.findings_tiers)})
-        if cfg.protocol == "findings":  # an id held by another claim: refused now, nothing spent
-            from workbench.core.project.findings import check_findings
-
-            check_findings(self.store, cfg.findings)
+        cfg = with_findings(self.store, cfg)
+        prompts, prompt_set = self._new_prompts(cfg)
         run_id = new_run_id(cfg.protocol)
         runs.create_run(self.store, run_id=run_id, protocol=cfg.protocol,
                         label=label or cfg.label or cfg.query[:60],
                         config=cfg.model_dump(mode="json", by_alias=True), seed=cfg.seed, dispatch=cfg.dispatch,
                         simulated=cfg.simulated, batch_id=batch_id, replicate=replicate)
+        runs.set_provenance(self.store, run_id, provenance(cfg, prompts, prompt_set))
         if estimate and not cfg.simulated:  # a simulated run is its own estimate: not dry-run twice
             _store_estimate(self.store, run_id, cfg)
         return run_id
+
+    def _new_prompts(self, cfg: RunConfig):
+        """A new run's templates (SPEC §7): the named prompt set's newest version under the
+        config's own ``prompts``; refused (exit 2, naming ``prompt_set``) when the set is unknown."""
+        if not cfg.prompt_set:
+            return prompts_for(cfg), None
+        from workbench.core.project import prompt_sets
+
+        found = prompt_sets.latest(self.store, cfg.prompt_set, cfg.protocol)
+        return prompts_for(cfg, found.templates), {"name": found.name, "sha256": found.sha256}
 
     def replay(self, source_run_id: str) -> str:
         """A new run with the same configuration, answered from ``source_run_id``'s stored replies
@@ -140,7 +166,8 @@ class Runner:
             raise WorkbenchError(f"There is no run {source_run_id!r} in this project.")
         run_id = self.create(parse_run_config(source.config, stored=True), label=f"replay of {source_run_id}",
                              estimate=False)
-        runs.set_provenance(self.store, run_id, {"replay_of": source_run_id})
+        runs.set_provenance(self.store, run_id, {**(runs.get_run(self.store, run_id).provenance or {}),
+                                                 "replay_of": source_run_id})
         self._replay_from = source_run_id
         try:
             self.execute(run_id)
@@ -166,10 +193,12 @@ class Runner:
             check_run_budget(run, cfg)  # a dollar cap on a model with no price, unless a token cap is given too
         runs.claim_run(store, run_id, owner())
         self._run_id, self._cfg = run_id, cfg
+        self._prompts = stored_prompts(cfg, run.provenance)  # the templates it was created with
         self._budget = None if self._replay_from is not None else budget_gate(store, run)
         self._cache = {"hits": 0, "calls": 0} if cfg.cache else None
         self._done = _completed_calls(store, run_id)
         self._resumed = len(self._done)
+        self._ordinal = calls.counts(store, run_id).calls  # this run's calls recorded so far (a resume's too)
         self._replay = _completed_calls(store, self._replay_from) if self._replay_from else {}
         self._missing = 0  # calls a replay had no stored reply for
         self._count = {"done": 0, "failed": 0, "known": 0}
@@ -182,10 +211,12 @@ class Runner:
             backend = ProjectCacheBackend(store, seed=cfg.seed, replicate=run.replicate, run_id=run_id)
         router = AgentRouter(cfg, gateway=self.gateway, manual=self.manual, cache_backend=backend)
         status, error, summary, waiting_for_human = "completed", None, {}, False
+        if self.pace is not None:  # a run that calls a real model is never slowed
+            self.pace.begin(simulated=cfg.simulated)
         try:
             prepare_run(store, run_id, cfg)
-            result = self._drive(protocol_generator(cfg, run_id=run_id, issue_marker=self._marker_issuer(run_id, cfg)),
-                                 router)
+            result = self._drive(protocol_generator(cfg, run_id=run_id, issue_marker=self._marker_issuer(run_id, cfg),
+                                                    prompts=self._prompts), router)
             summary = finish_run(store, run_id, cfg, result)
         except _CapStop as stop:
             status, error = "stopped_at_cap", str(stop)
@@ -196,6 +227,9 @@ class Runner:
             status, error = "failed", str(exc)
         except Exception as exc:  # a bug or an unexpected provider failure: recorded, not lost
             status, error = "failed", f"{type(exc).__name__}: {exc}"
+        finally:
+            if self.pace is not None:
+                self.pace.end()
         duration = time.perf_counter() - self._started
         if self._echo_sessions:  # the checklist's session-end items read it from here
             summary["echo"] = self._echo_sessions
@@ -206,7 +240,10 @@ class Runner:
         counts.update(validity.summary())
         if status == "completed" and validity.missing_share > cfg.max_missing_share + 1e-12:
             status, error = "degraded", degraded_reason(validity, cfg)
-        summary = {**summary, **counts, "run_id": run_id, "status": status, "error": error,
+        made = summary_fields(cfg, self._prompts)
+        if made.get("warnings"):
+            made["warnings"] = [*summary.get("warnings", []), *made["warnings"]]
+        summary = {**summary, **made, **counts, "run_id": run_id, "status": status, "error": error,
                    "duration_s": round(duration, 3), "resumed_calls": self._resumed}
         if self._replay_from is not None:
             summary["missing_replies"] = self._missing
@@ -245,7 +282,7 @@ class Runner:
         for call in batch.calls:
             stored = self._done.get(call.key)
             if stored is not None:
-                replies[call.key] = stored
+                replies[call.key] = read_reply(call, stored, _reader(call, self._cfg))
             else:
                 todo.append(call)
         self._count["known"] += len(batch.calls)
@@ -259,7 +296,9 @@ class Runner:
                 if rec.gateway.get("status") == "cancelled":  # not a result: a resume issues it again
                     self._call_event("finished", rec.call, status="cancelled", error=rec.reply.error)
                 else:
-                    kept.append(clipped(rec))  # a reply past MAX_REPLY_CHARS: cut, with a note (docs/limits.md)
+                    rec = clipped(rec)  # a reply past MAX_REPLY_CHARS: cut, with a note (docs/limits.md)
+                    # Read once, here: the same reading is stored and handed to the generator.
+                    kept.append(replace(rec, reply=read_reply(rec.call, rec.reply, _reader(rec.call, self._cfg))))
             for rec, call_id in zip(kept, self._record(round_id, kept)):
                 account(rec, call_id)
 
@@ -282,8 +321,14 @@ class Runner:
             for call in todo:
                 finished(self._replayed(call))
             todo = []
+        if todo and self.pace is not None and not self.pace.before_phase(self.cancel, lambda: self._held(batch.label)):
+            raise _Stop("cancelled by the user; resume it to finish")
+
         def answer(call: AgentCall) -> CallRecord | None:
-            """The call's record; None when a budget cap keeps it from being sent."""
+            """The call's record; None when a budget cap keeps it from being sent (or the run is
+            cancelled while the call waits for its turn at a room's pace)."""
+            if self.pace is not None and not self.pace.before_call(self.cancel):
+                return None
             gate = self._budget
             priced = self._model_provider(router, call) if gate else None
             if priced is None:
@@ -389,12 +434,13 @@ class Runner:
         """The call's end as recorded (its status may have become "invalid")."""
         if self.on_call is None:
             return
+        self._ordinal += 1  # calls are recorded in order, by this thread only: as run_log numbers them
         out = calls.call_outcome(self.store, call_id)
         if out is None:
             return
         self._call_event("finished", rec.call, call_id=call_id, status=out.status, latency_ms=out.latency_ms,
                          tokens=out.tokens, cost_usd=out.cost_usd, cost_source=out.cost_source,
-                         attempts=out.attempts, error=out.error, model=out.model)
+                         attempts=out.attempts, error=out.error, model=out.model, ordinal=self._ordinal)
 
     def _marker_issuer(self, run_id: str, cfg: RunConfig):
         """Markers for Echo: unique in the project, and the same ones again when the run resumes."""
@@ -416,6 +462,12 @@ class Runner:
                 self._echo_sessions[note.data.get("agent", "?")] = note.data
         self.on_progress(RunProgress(self._run_id, note.kind, self._count["done"], self._count["known"],
                                      self._count["failed"], None, note.message))
+
+    def _held(self, phase: str) -> None:
+        """Step pace: the phase waits for Next; said in the progress line."""
+        done, known = self._count["done"], self._count["known"] - self._resumed
+        self.on_progress(RunProgress(self._run_id, phase, done, max(known, done), self._count["failed"], None,
+                                     f"{PAUSE_MARK} step by step: “{phase}” waits for Next phase"))
 
     def _progress(self, phase: str) -> None:
         done, known = self._count["done"], self._count["known"] - self._resumed
@@ -493,3 +545,12 @@ def _store_estimate(store: Store, run_id: str, cfg: RunConfig) -> None:
         return
     est.pop("method", None)
     runs.set_provenance(store, run_id, {"estimate": est})
+
+
+def _reader(call: AgentCall, cfg: RunConfig):
+    """How the call's protocol reads a reply (its declaration's ``read``), or None for a call made
+    without a step (a wrapper's own, such as an Echo check)."""
+    from workbench.core import registry
+
+    declared = registry.protocols().get(call.meta.get("protocol") or "")
+    return declared.read if declared is not None else None

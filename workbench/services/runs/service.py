@@ -10,7 +10,8 @@ the panels through the ProjectModel's ``data_version`` poll.
 Commands: :meth:`RunService.start` (a saved configuration), :meth:`~RunService.start_config` (a
 parsed one), :meth:`~RunService.start_document` (a SPEC §6 document, a batch or a single run),
 :meth:`~RunService.start_batch`, :meth:`~RunService.resume`, :meth:`~RunService.resume_batch`,
-:meth:`~RunService.cancel`.
+:meth:`~RunService.cancel`. Its :attr:`~RunService.pacer` (services.runs.pace) sets a simulated run's
+pace for a room to follow; Live Run's pace control and Next phase button drive it.
 
 Signals (all delivered on the GUI thread):
 
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Signal, Slot
 
 from workbench.core.errors import WorkbenchError
+from workbench.services.runs.pace import Pacer
 from workbench.services.workers import JobError, Worker, WorkerPool
 
 if TYPE_CHECKING:
@@ -63,11 +65,13 @@ class RunService(QObject):
     _calls_ready = Signal()  # emitted from the run's (or a call's) thread
 
     def __init__(self, model: ProjectModel, manual: ManualAgents | None = None,
-                 parent: QObject | None = None, *, gateway=None):
+                 parent: QObject | None = None, *, gateway=None, pacer: Pacer | None = None):
         super().__init__(parent)
         self.model = model
         self.manual = manual
         self.gateway = gateway  # tests may pass a gateway; None: the runner makes one per run
+        # A room's pace for simulated runs (Live Run's pace control); tests pass one on a fake clock.
+        self.pacer = pacer or Pacer()
         self._pool = WorkerPool(self, max_threads=1)
         self._worker: Worker | None = None
         self._run_id: str | None = None
@@ -139,22 +143,27 @@ class RunService(QObject):
 
         return self._launch("start run", prepare)
 
-    def start_document(self, data: dict, *, config_id: int | None = None, label: str = "") -> bool:
+    def start_document(self, data: dict, *, config_id: int | None = None, label: str = "",
+                       follow_project: bool = False) -> bool:
         """Start a SPEC §6 document as ``rwb run`` would: a batch when it has a ``batch`` section,
         else one run (linked to the saved configuration ``config_id`` when given). A document
-        that does not validate is refused through ``failed``, before anything exists."""
+        that does not validate is refused through ``failed``, before anything exists.
+        ``follow_project``: the document is the project's, so the project's tau, theta and
+        weighting as they stand now apply (read on the run's thread: an edit made a moment ago
+        in Clusters & Agents counts even before Live Run has read it)."""
         from workbench.core.runs.batch import is_batch
 
         if is_batch(data):
-            return self.start_batch(data, label=label)
+            return self.start_batch(data, label=label, follow_project=follow_project)
 
         def prepare(store: Store, runner) -> str:
             from workbench.core.project import runs
+            from workbench.core.project.panel import with_project_settings
             from workbench.core.runs.config import parse_run_config
             from workbench.services.runs.estimate import check_budget
             from workbench.services.runs.preflight import preflight
 
-            cfg = parse_run_config(data)
+            cfg = parse_run_config(with_project_settings(store, data) if follow_project else data)
             check_budget(cfg)
             preflight(cfg)
             run_id = runner.create(cfg, label=label)
@@ -164,20 +173,22 @@ class RunService(QObject):
 
         return self._launch("start run", prepare)
 
-    def start_batch(self, data: dict, label: str = "") -> bool:
+    def start_batch(self, data: dict, label: str = "", *, follow_project: bool = False) -> bool:
         """Start a batch (questions × provider mixes × replicates): every run of it is
         validated and preflighted, then all are recorded, then they run in order."""
 
         def work(store: Store, runner) -> dict:
+            from workbench.core.project.panel import with_project_settings
             from workbench.core.runs.batch import expand_batch
             from workbench.services.runs.batches import create_batch
             from workbench.services.runs.estimate import check_document_budget
             from workbench.services.runs.preflight import preflight
 
-            _, planned = expand_batch(data)
-            check_document_budget(data, [run.config for run in planned])
+            doc = with_project_settings(store, data) if follow_project else data
+            _, planned = expand_batch(doc)
+            check_document_budget(doc, [run.config for run in planned])
             preflight(*(run.config for run in planned))  # a provider that cannot be called: nothing exists yet
-            batch_id, ids = create_batch(store, data, runner)
+            batch_id, ids = create_batch(store, doc, runner)
             return self._run_batch(store, runner, batch_id, ids)
 
         return self._launch("start batch", work=work)
@@ -240,8 +251,8 @@ class RunService(QObject):
             from workbench.services.runs.runner import Runner
 
             try:
-                runner = Runner(store, gateway=self.gateway, manual=self.manual,
-                                on_progress=self._report, cancel=cancel, on_call=self._report_call)
+                runner = Runner(store, gateway=self.gateway, manual=self.manual, on_progress=self._report,
+                                cancel=cancel, on_call=self._report_call, pace=self.pacer)
                 if work is not None:
                     return work(store, runner)
                 run_id = prepare(store, runner)

@@ -103,10 +103,9 @@ def _sample_runner(store: Store, prefix: str, counter: Iterator[int], manual=Non
     class SampleRunner(Runner):
         # Runner.create with the id given; the rest is Runner.create's own bookkeeping.
         def create(self, cfg, *, label: str = "", batch_id: str | None = None, replicate: int | None = None) -> str:
-            if cfg.protocol == "findings":
-                from workbench.core.project.findings import check_findings
+            from workbench.services.runs.runner import with_findings
 
-                check_findings(self.store, cfg.findings)
+            cfg = with_findings(self.store, cfg)
             run_id = f"{prefix}-{next(counter)}"
             run_rows.create_run(self.store, run_id=run_id, protocol=cfg.protocol,
                                 label=label or cfg.label or cfg.query[:60],

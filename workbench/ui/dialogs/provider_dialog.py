@@ -21,10 +21,10 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout,
-                               QGridLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QRadioButton, QSpinBox,
-                               QVBoxLayout, QWidget)
+                               QFrame, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QRadioButton,
+                               QScrollArea, QSpinBox, QVBoxLayout, QWidget)
 
 from workbench.core.errors import InputError
 from workbench.core.limits import MAX_CONCURRENCY, MAX_RETRIES, MAX_RPM, MAX_TIMEOUT_S
@@ -52,6 +52,7 @@ KINDS: dict[str, Kind] = {
     "sim": Kind("Simulated panel (offline)", None, "sim", "sim"),
 }
 KEY_MODES = ("none", "keyring", "env")
+PREFERRED_WIDTH = 540  # px: the key notes wrap to three lines, not five (the dialog fits a 720 px screen)
 
 
 @dataclass(frozen=True)
@@ -221,25 +222,75 @@ class ProviderDialog(QDialog):
         test.addWidget(self.test_button)
         test.addWidget(self.test_result, 1)
         test.addWidget(self.use_form)
+        # The form scrolls when the screen is short (a 1280x720 laptop, a projector): squeezed into
+        # a dialog capped at two thirds of the screen, its rows were drawn cut in half.
+        self.body = QWidget(self)
+        inner = QVBoxLayout(self.body)
+        inner.setContentsMargins(0, 0, 0, 0)
+        inner.addLayout(form)
+        inner.addWidget(self.key_box)
+        inner.addLayout(test)
+        self.scroll = QScrollArea(self)
+        self.scroll.setObjectName("providerScroll")
+        self.scroll.setWidget(self.body)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.key_box)
-        layout.addLayout(test)
+        layout.addWidget(self.scroll, 1)
         layout.addWidget(self.buttons)
+        self.body.installEventFilter(self)  # a note that wraps anew (the keyring's, a test's result)
 
+        # Validated on edit, not on open: a field's error shows once that field is edited (or at
+        # Save or Test connection); until then only Save says the form is not complete.
+        self.edited_fields: set[str] = set()
+        self._show_all = False
         self._fill(provider)
         self.kind.activated.connect(self._on_kind_chosen)
-        for widget in (self.name, self.model, self.api_base, self.key_env, self.key):
-            widget.textEdited.connect(self._on_edited)
-        for spin in (self.max_concurrency, self.rpm, self.retries, self.timeout):
-            spin.valueChanged.connect(self._on_edited)
-        self.sampling.edited.connect(self._on_edited)
-        self.structured_output.activated.connect(self._on_edited)
-        self.reask.valueChanged.connect(self._on_edited)
-        self.key_mode.idToggled.connect(lambda _i, on: on and self._on_edited())
+        for field, widget in (("name", self.name), ("model", self.model), ("api_base", self.api_base),
+                              ("key", self.key_env), ("key", self.key)):
+            widget.textEdited.connect(lambda *_a, f=field: self._on_edited(f))
+        for spin in (self.max_concurrency, self.rpm, self.retries, self.timeout, self.reask):
+            spin.valueChanged.connect(lambda *_a: self._on_edited("limits"))
+        self.sampling.edited.connect(lambda: self._on_edited("sampling"))
+        self.structured_output.activated.connect(lambda *_a: self._on_edited("sampling"))
+        self.key_mode.idToggled.connect(lambda _i, on: on and self._on_edited("key"))
         self.test_button.clicked.connect(self._on_test_clicked)
         self._check_keyring()
-        self._on_edited()
+        self._refresh()
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        """As tall as the form needs (its wrapped notes at this width included), up to the screen."""
+        super().showEvent(event)
+        self._fit_to_screen()
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt API)
+        if watched is self.body and event.type() == QEvent.Type.LayoutRequest:
+            self._hold_body_height()
+        return super().eventFilter(watched, event)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        self._hold_body_height()
+
+    def _hold_body_height(self) -> None:
+        """The form never shorter than its wrapped notes need at its width: it scrolls instead (a
+        scroll area sizes its widget by its minimum size, which leaves the wrapping out)."""
+        if self.body.hasHeightForWidth():
+            self.body.setMinimumHeight(self.body.heightForWidth(self.scroll.viewport().width()))
+
+    def _fit_to_screen(self) -> None:
+        width = max(self.width(), PREFERRED_WIDTH, self.body.minimumSizeHint().width()
+                    + self.scroll.verticalScrollBar().sizeHint().width() + 2 * self.layout().contentsMargins().left())
+        inner = width - 2 * self.layout().contentsMargins().left()
+        body = self.body.heightForWidth(inner) if self.body.hasHeightForWidth() else -1
+        need = max(body, self.body.sizeHint().height()) + self.buttons.sizeHint().height() \
+            + self.layout().spacing() + self.layout().contentsMargins().top() + self.layout().contentsMargins().bottom()
+        screen = self.screen().availableGeometry() if self.screen() is not None else None
+        height = min(need, int(screen.height() * 0.92)) if screen is not None else need
+        self.setMinimumHeight(min(height, 240))
+        self.resize(width, height)
+        self._hold_body_height()
 
     # ----- the form ----------------------------------------------------------------------------
     def _fill(self, provider: dict | None) -> None:
@@ -296,7 +347,7 @@ class ProviderDialog(QDialog):
                 name, n = f"{base}{n}", n + 1
             self.name.setText(name)
         self._sync_enabled()
-        self._on_edited()
+        self._refresh()
 
     def _sync_enabled(self) -> None:
         sim = self.kind.currentData() == "sim"
@@ -324,8 +375,9 @@ class ProviderDialog(QDialog):
                 "max_retries": self.retries.value(), **self.sampling.values(),
                 "structured_output": self.structured_output.currentData(), "reask": self.reask.value()}
 
-    def check(self) -> dict | None:
-        """The checked row, or None with the field at fault marked inline."""
+    def check(self, *, show: bool = True) -> dict | None:
+        """The checked row, or None with the field at fault marked inline (``show``: whatever the
+        field; else only a field the person has edited)."""
         from workbench.core.project.panel_edits import check_provider_record
 
         for f, label in self.messages.items():
@@ -350,9 +402,15 @@ class ProviderDialog(QDialog):
                     field = "sampling"
                 problem = (field if field in self.messages else "limits", f"{exc.field}: {exc.message}"
                            if field == "sampling" else exc.message)
+                if exc.field == "key_keyring" and record["key_keyring"] == record["name"]:
+                    # The entry is named after the provider, so its name is what looks like a key (SPEC §11).
+                    problem = ("name", "looks like an API key, so it cannot name this provider's keyring "
+                                       "entry: choose another name")
         if problem is None:
             return record
         field, message = problem
+        if not (show or self._show_all or field in self.edited_fields):
+            return None  # not edited yet: no error before anything is typed
         self.messages[field].show_message("error", message)
         widget = {"name": self.name, "model": self.model, "api_base": self.api_base,
                   "key": self.key_env if self.key_env_choice.isChecked() else self.key}.get(field)
@@ -369,9 +427,15 @@ class ProviderDialog(QDialog):
         self.key.clear()
         return ProviderEdit(record, key)
 
-    def _on_edited(self, *_args) -> None:
+    def _on_edited(self, field: str | None = None) -> None:
+        """A person edited ``field``: its error, if any, shows from now on."""
+        if field is not None:
+            self.edited_fields.add(field)
+        self._refresh()
+
+    def _refresh(self) -> None:
         self._sync_enabled()
-        self.save_button.setEnabled(self.check() is not None)
+        self.save_button.setEnabled(self.check(show=False) is not None)
 
     def accept(self) -> None:
         if self.check() is not None:
@@ -406,17 +470,29 @@ class ProviderDialog(QDialog):
                                       "the workbench).")
             self.keyring_note.setStyleSheet(f"color: {css('warning')};")
             if self.key_keyring.isChecked() and not (self.original or {}).get("key_keyring"):
+                edited = set(self.edited_fields)
                 self.key_env_choice.setChecked(True)
+                self.edited_fields = edited  # chosen for the person, not by them: no error yet
         self._sync_enabled()
-        self._on_edited()
+        self._refresh()
+        if self.isVisible():  # the note's new text: as tall as it now needs
+            self._fit_to_screen()
         self.keyring_known.emit(self.keyring_available)
 
     # ----- test connection -----------------------------------------------------------------------
     def _on_test_clicked(self) -> None:
+        from workbench.services.llm.probe import ProbeResult, missing_credentials
+
         record = self.check()
         if record is None or self.testing:
             return
         key = self.key.text() if self.key_keyring.isChecked() and self.key.text() else None
+        # No key where one is needed: said at once, before litellm is imported or anything is sent.
+        problem = missing_credentials(record, api_key=key, keyring=False)
+        if problem is not None:
+            self.use_form.hide()
+            self._on_tested(ProbeResult(False, problem, error_kind="auth"))
+            return
         cancel = self._probe_cancel = threading.Event()
         self.testing = True
         self.test_button.setEnabled(False)
@@ -460,7 +536,7 @@ class ProviderDialog(QDialog):
         form = self.use_form.property("form")
         self.structured_output.setCurrentIndex(max(self.structured_output.findData(form), 0))
         self.use_form.hide()
-        self._on_edited()
+        self._on_edited("sampling")
 
 
 def _cell(parent: QWidget, field: QWidget, message: FieldMessage) -> QWidget:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 import threading
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
                                QSplitter, QTableWidget, QTableWidgetItem, QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
@@ -29,9 +29,12 @@ from workbench.ui.panels.base import Panel
 from workbench.ui.panels.dock_room import unwrap_summary
 from workbench.ui.widgets.echo_diagram import EchoDiagram
 from workbench.ui.widgets.echo_teaching import AGENT as TEACH_AGENT
-from workbench.ui.widgets.echo_teaching import narrate, teaching_config
+from workbench.ui.widgets.echo_teaching import LABEL as TEACH_LABEL
+from workbench.ui.widgets.echo_teaching import StoryStep, story_steps, teaching_config
 from workbench.ui.widgets.echo_timeline import EchoTimeline
 
+PLAY_MS = 4000  # Play: how long each step of the teaching scenario stays on screen
+STORY_STEPS = 4  # start, loss, detection, restoration (echo_teaching.story_steps)
 STATUS_MARK = {"done": ("✓ done", "ok"), "pending": ("… pending", "muted"), "failed": ("✖ failed", "error"),
                "not_applicable": ("– n/a", "muted")}
 
@@ -54,7 +57,12 @@ class AnchorsPanel(Panel):
         self._runs_service = None
         self._teach_run: str | None = None
         self._teach_status: str | None = None
-        self._teaching = False
+        self._teaching = False  # the scenario's run is being made (or resumed)
+        self._steps: list[StoryStep] = []  # the story so far, from the records read
+        self._step = 0  # the step on screen: it stays until Next (or Play)
+        self.play_ms = PLAY_MS
+        self._play = QTimer(self)  # Play: the rest of the story, a step every play_ms
+        self._play.timeout.connect(self._on_play_tick)
         self._agent_chosen = False  # a person picked an agent in the box (not a read restoring it)
         self._selected: RecordRef | None = None
         self.story_lines: list[str] = []
@@ -99,7 +107,26 @@ class AnchorsPanel(Panel):
         self.narration.setWordWrap(True)
         self.narration.setTextFormat(Qt.TextFormat.RichText)
         self.narration.hide()
-        outer.addWidget(self.narration)
+        # The teaching scenario's controls: each step stays on screen until Next; Play shows the rest.
+        self.story_bar = QWidget(body)
+        story = QHBoxLayout(self.story_bar)
+        story.setContentsMargins(0, 0, 0, 0)
+        self.step_label = QLabel(self.story_bar)
+        self.step_label.setObjectName("echoStoryStep")
+        self.next_step_button = QPushButton("Next ▸", self.story_bar)
+        self.next_step_button.setObjectName("echoStoryNext")
+        self.next_step_button.setToolTip("Show the next step of the story")
+        self.play_button = QPushButton("Play ▶▶", self.story_bar)
+        self.play_button.setObjectName("echoStoryPlay")
+        self.play_button.setToolTip("Show the rest of the story, one step every few seconds")
+        story.addWidget(self.step_label)
+        story.addWidget(self.next_step_button)
+        story.addWidget(self.play_button)
+        self.story_bar.hide()
+        narration_row = QHBoxLayout()
+        narration_row.addWidget(self.narration, 1)
+        narration_row.addWidget(self.story_bar, 0, Qt.AlignmentFlag.AlignTop)
+        outer.addLayout(narration_row)
 
         split = QSplitter(Qt.Orientation.Horizontal, body)
         split.setChildrenCollapsible(False)
@@ -170,6 +197,8 @@ class AnchorsPanel(Panel):
         self.agent_box.currentIndexChanged.connect(self._on_agent_chosen)
         self.agent_box.activated.connect(self._on_agent_picked_by_hand)
         self.teach_button.clicked.connect(self._on_teach_clicked)
+        self.next_step_button.clicked.connect(self.next_step)
+        self.play_button.clicked.connect(self._on_play_clicked)
         self.recite_button.clicked.connect(self._on_recite_clicked)
         self.inject_button.clicked.connect(self._on_inject_clicked)
         self.open_button.clicked.connect(self._on_open_clicked)
@@ -204,9 +233,12 @@ class AnchorsPanel(Panel):
         self.body.show()
         self.run_box.blockSignals(True)
         self.run_box.clear()
-        for r in view.runs:
-            self.run_box.addItem(f"{r.label or r.id} · {r.status}", r.id)
-            self.run_box.setItemData(self.run_box.count() - 1, r.id, Qt.ItemDataRole.ToolTipRole)
+        from workbench.ui.widgets.run_names import run_titles, run_tooltip
+
+        # By label, protocol, status and start time, as every list names a run.
+        for r, title in zip(view.runs, run_titles(view.runs)):
+            self.run_box.addItem(title, r.id)
+            self.run_box.setItemData(self.run_box.count() - 1, run_tooltip(r), Qt.ItemDataRole.ToolTipRole)
         if view.run_id is not None:
             self.run_box.setCurrentIndex(self.run_box.findData(view.run_id))
         self.run_box.blockSignals(False)
@@ -226,16 +258,39 @@ class AnchorsPanel(Panel):
         self._show_agent()
 
     def clear(self) -> None:
+        """No project: nothing of the last one stays (its scenario, its narration, its run)."""
         self.view = None
+        self.run_choice = None
+        self._teach_run, self._teach_status, self._teaching = None, None, False
+        self._steps, self._step, self.story_lines = [], 0, []
+        self._play.stop()
+        self._agent_chosen, self._selected, self._action = False, None, None
+        self.run_box.clear()
+        self.agent_box.clear()
         self.body.hide()
+        self.narration.clear()
         self.narration.hide()
+        self.story_bar.hide()
         self.empty_label.setText("No project is open. Use File ▸ New or File ▸ Open.")
 
     def current_agent(self) -> AgentEcho | None:
         return self.view.agent(self.agent_box.currentText()) if self.view else None
 
-    def _show_agent(self) -> None:
+    def _shown_agent(self) -> AgentEcho | None:
+        """The agent as shown: during the teaching scenario, its records as they stood at the step
+        on screen (the later ones wait for Next)."""
         a = self.current_agent()
+        if a is not None and a.agent == TEACH_AGENT and self._presenting():
+            self._steps = story_steps(a, finished=self._teach_status)
+            self._step = min(self._step, len(self._steps) - 1)
+            return self._steps[self._step].agent or a
+        return a
+
+    def _presenting(self) -> bool:
+        return self._teach_run is not None and self.view is not None and self.view.run_id == self._teach_run
+
+    def _show_agent(self) -> None:
+        a = self._shown_agent()
         self._selected = None
         if a is None:
             self.agent_card.setText("<i>No agent with a resonance anchor in this run.</i>")
@@ -325,7 +380,13 @@ class AnchorsPanel(Panel):
         runs = self._runs_service
         busy = bool(runs is not None and runs.running)
         writable = self.store is not None and not self.store.read_only
-        self.teach_button.setEnabled(writable and not busy)
+        scenario = self._scenario_run()
+        replay = scenario is not None and scenario.status == "completed"
+        self.teach_button.setEnabled(self.store is not None and (replay or (writable and not busy)))
+        self.teach_button.setToolTip(
+            "Tell the story again, step by step, over this project's teaching scenario run (no new run)" if replay
+            else "Run a simulated Echo-wrapped RCP run in which agent c1 silently forgets its marker, the loss is "
+                 "detected, and c1 is restored; told step by step, each step on screen until Next.")
         can_act = writable and a is not None and a.marker is not None and not busy and self._action is None
         self.recite_button.setEnabled(can_act)
         self.inject_button.setEnabled(can_act)
@@ -394,20 +455,40 @@ class AnchorsPanel(Panel):
             self.model.reveal(self._selected)
 
     # ----- the teaching scenario ---------------------------------------------------------------
+    def _scenario_run(self):
+        """The project's teaching scenario run, if it has one (the newest)."""
+        return next((r for r in (self.view.runs if self.view else ()) if r.label == TEACH_LABEL), None)
+
     def _on_teach_clicked(self) -> None:
+        """Tell the story from its first step: over the project's scenario run when it has one
+        (a run left unfinished is resumed), else over a new one."""
         runs = self._runs()
         if runs is None:
             self.narration.setText("The teaching scenario needs the main window's run service.")
             self.narration.show()
             return
-        self._teaching, self._teach_run, self._teach_status = True, None, None
+        self._play.stop()
+        self._steps, self._step, self._teach_status = [], 0, None
         self._agent_chosen = False
+        existing = self._scenario_run()
+        if existing is not None and existing.status == "completed":
+            self._teach_run = self.run_choice = existing.id
+            self._teach_status = existing.status
+            self._narrate()
+            self.refresh()
+            return
         runs.started.connect(self._on_teach_started, Qt.ConnectionType.UniqueConnection)
         runs.finished.connect(self._on_teach_finished, Qt.ConnectionType.UniqueConnection)
         runs.running_changed.connect(self._on_running_changed, Qt.ConnectionType.UniqueConnection)
-        from workbench.core.runs.config import parse_run_config
+        self._teaching, self._teach_run = True, None
+        if existing is not None:  # interrupted or failed: finished, not made again
+            self._teach_run = self.run_choice = existing.id
+            started = runs.resume(existing.id)
+        else:
+            from workbench.core.runs.config import parse_run_config
 
-        if not runs.start_config(parse_run_config(teaching_config()), label="Teaching scenario"):
+            started = runs.start_config(parse_run_config(teaching_config()), label=TEACH_LABEL)
+        if not started:
             self._teaching = False
         self._narrate()
 
@@ -415,7 +496,7 @@ class AnchorsPanel(Panel):
         self._agent_chosen = True
 
     def _on_teach_started(self, run_id: str) -> None:
-        if self._teaching and self._teach_run is None:
+        if self._teaching and self._teach_run in (None, run_id):
             self._teach_run = self.run_choice = run_id
             self.refresh()
 
@@ -428,21 +509,53 @@ class AnchorsPanel(Panel):
     def _on_running_changed(self, _running: bool) -> None:
         self._sync_buttons()
 
+    def next_step(self) -> bool:
+        """Show the next step of the story, once its records are read; False at the end."""
+        if self._step + 1 >= len(self._steps):
+            self._play.stop()
+            return False
+        self._step += 1
+        self._show_agent()
+        return True
+
+    def _on_play_clicked(self) -> None:
+        if self.next_step():
+            self._play.start(self.play_ms)
+
+    def _on_play_tick(self) -> None:
+        if not self.next_step() and not self._teaching:  # the whole story is on screen
+            self._play.stop()
+
+    @property
+    def step_key(self) -> str | None:
+        """The step on screen (start, loss, detection, restoration); None outside the scenario."""
+        return self._steps[self._step].key if self._steps and (self._teaching or self._teach_run) else None
+
     def _narrate(self) -> None:
         if not (self._teaching or self._teach_run):
             return
-        a = self.view.agent(TEACH_AGENT) if self.view and self.view.run_id == self._teach_run else None
-        lines = narrate(a, started=True, finished=self._teach_status)
+        if not self._teaching and not self._presenting():  # another run is chosen: the story waits
+            self._play.stop()
+            self.narration.hide()
+            self.story_bar.hide()
+            return
+        a = self.view.agent(TEACH_AGENT) if self._presenting() else None
+        self._steps = story_steps(a, finished=self._teach_status)
+        self._step = min(self._step, len(self._steps) - 1)
+        lines = [s.text for s in self._steps[:self._step + 1]]
         self.story_lines = lines
-        # The step reached, in large type; the whole story so far in the tooltip (a small dock).
-        latest = next((line for line in reversed(lines) if line[:1].isdigit()), lines[-1])
-        done = f" <i>{html.escape(lines[-1])}</i>" if not lines[-1][:1].isdigit() else ""
-        self.narration.setText(f"<b>{html.escape(latest)}</b>{done}")
+        # The step on screen in large type; the story up to it in the tooltip (a small dock).
+        self.narration.setText(f"<b>{html.escape(lines[-1])}</b>")
         self.narration.setToolTip("\n".join(lines))
         self.narration.show()
+        more = self._step + 1 < len(self._steps)
+        self.step_label.setText(f"Step {self._step + 1} of {STORY_STEPS}")
+        self.next_step_button.setEnabled(more)
+        self.play_button.setEnabled(more and not self._play.isActive())
+        self.story_bar.show()
 
     def story(self) -> str:
-        """The narration as plain text (tests read it)."""
+        """The narration up to the step on screen, as plain text (tests read it)."""
         return "\n".join(self.story_lines)
 
 

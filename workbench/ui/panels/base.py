@@ -26,6 +26,27 @@ from workbench.services.reads import Reader
 from workbench.services.workers import JobError
 
 
+class _PanelLayout(QVBoxLayout):
+    """A panel's layout, whose height for a width is its *least* height for that width.
+
+    The dock holds the panel in a resizable scroll area, which asks a layout with wrapped text
+    in it (any word-wrapped label) for its height for the viewport's width and never shows the
+    panel shorter. Qt's answer is the *preferred* height (every chart and list at full size), so
+    the dock scrolled at any size; the least height (the lists' rows, the charts' least size,
+    the wrapped text at that width) lets the panel fill the dock, and scroll only below it."""
+
+    _asking = False  # QBoxLayout.minimumHeightForWidth fills its cache through heightForWidth
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 (Qt API)
+        if self._asking:
+            return super().heightForWidth(width)
+        self._asking = True
+        try:
+            return super().minimumHeightForWidth(width)
+        finally:
+            self._asking = False
+
+
 class Panel(QWidget):
     TITLE = "Panel"
     OBJECT_NAME = "panel"
@@ -41,13 +62,14 @@ class Panel(QWidget):
         self.setObjectName(self.OBJECT_NAME)
         self.model = model
         self.refresh_count = 0  # how often a new view was applied: tests read it
+        self._floors_held = False  # the lists' and panes' least sizes, held from the first show
         self._reading: Store | None = None  # the open project, read-only, for the read worker
         self._due_all = False  # a full read is due (the project was just opened)
         self._due = Changes()  # changes not yet covered by the view on screen
         self.reader = Reader(model.reads, self, name=f"read {self.OBJECT_NAME}")
         self.reader.busy_changed.connect(self._on_busy_changed)
 
-        self._layout = QVBoxLayout(self)
+        self._layout = _PanelLayout(self)
         self._layout.setContentsMargins(8, 8, 8, 8)
         header = QHBoxLayout()
         heading = QLabel(self.SUMMARY, self)
@@ -57,12 +79,14 @@ class Panel(QWidget):
         header.addWidget(heading, 1)
         self.updating_mark = QLabel("updating…", self)
         self.updating_mark.setObjectName("updatingMark")
-        self.updating_mark.setStyleSheet("color: palette(placeholder-text); font-style: italic;")
+        self.updating_mark.setStyleSheet("color: palette(placeholder-text); font-style: italic; "
+                                         "background: palette(window); padding: 0 4px;")
         self.updating_mark.setToolTip("The project is busy (another program is writing to it); "
                                       "what you see is the last view read.")
         self.updating_mark.hide()
         header.addWidget(self.updating_mark, 0, Qt.AlignmentFlag.AlignTop)
         self._layout.addLayout(header)
+        self._header = header
         self.empty_label = QLabel("No project is open. Use File ▸ New or File ▸ Open.", self)
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_label.setWordWrap(True)
@@ -71,6 +95,14 @@ class Panel(QWidget):
         model.opened.connect(self._on_opened)
         model.closed.connect(self._on_closed)
         model.changed.connect(self._on_changed)
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().showEvent(event)
+        if not self._floors_held:  # every list keeps its rows, every splitter pane its text (dock_room)
+            self._floors_held = True
+            from workbench.ui.panels.dock_room import hold_rows
+
+            hold_rows(self)
 
     @property
     def store(self) -> Store | None:
@@ -119,12 +151,30 @@ class Panel(QWidget):
         # The view on screen stays; say why it did not change (a lock held too long, say).
         self.updating_mark.setText("not updated")
         self.updating_mark.setToolTip(f"Could not read the project: {error.message}")
-        self.updating_mark.show()
+        self._show_mark(True)
 
     def _on_busy_changed(self, busy: bool) -> None:
         if busy:
             self.updating_mark.setText("updating…")
-        self.updating_mark.setVisible(busy)
+        self._show_mark(busy)
+
+    def _show_mark(self, shown: bool) -> None:
+        """The mark sits at the end of the summary line; a panel showing no summary line has no
+        row for it, so it lies over the panel's top right corner instead: showing it never
+        pushes the panel's content down (a layout that never creeps)."""
+        mark, header = self.updating_mark, self._header
+        summary = header.itemAt(0).widget() if header.count() else None
+        in_row = header.indexOf(mark) >= 0
+        floating = summary is None or not summary.isVisibleTo(self)
+        if floating and in_row:
+            header.removeWidget(mark)
+        elif not floating and not in_row:
+            header.addWidget(mark, 0, Qt.AlignmentFlag.AlignTop)
+        if floating and shown:
+            mark.adjustSize()
+            mark.move(max(self.width() - mark.width() - 8, 0), 2)
+            mark.raise_()
+        mark.setVisible(shown)
 
     def refresh(self) -> None:
         """Re-read everything this panel shows (in the background)."""

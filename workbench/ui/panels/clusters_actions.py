@@ -178,6 +178,21 @@ class ClustersActions:
         if value != self.view.tau:
             self.edits.set_tau(self.view.tau, value)
 
+    def _on_theta_edited(self, _text: str) -> None:
+        self._theta_dirty = True
+        self._recheck()
+
+    def _on_theta_committed(self) -> None:
+        if not self._theta_dirty or self.view is None:
+            return
+        ok, value = parse_number(self.theta.text())
+        self._recheck()
+        if not ok or any(i.level == "error" for i in self._issues_of("theta")):
+            return
+        self._theta_dirty = False
+        if value != self.view.theta:
+            self.edits.set_project_theta(self.view.theta, value)
+
     def _on_weighted_clicked(self, checked: bool) -> None:
         if self.view is not None and checked != (self.view.weighted is True):
             self.edits.set_weighted(self.view.weighted is True, checked)
@@ -227,8 +242,9 @@ class ClustersActions:
                                lambda error: self._say(f"Could not list the runs: {error.message}", "error"))
 
     def _on_runs_listed(self, runs: object) -> None:
-        choices = [(r.id, f"{r.id} · {r.protocol.upper()} · {r.label or 'no label'} · {r.started_at[:16]}")
-                   for r in runs]  # type: ignore[attr-defined]
+        from workbench.ui.widgets.run_names import run_titles
+
+        choices = list(zip((r.id for r in runs), run_titles(runs)))  # type: ignore[attr-defined]
         if not choices:
             self._say("This project has no runs yet: there is no panel to import.", "warning")
             return

@@ -24,13 +24,14 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QAction, QColor
-from PySide6.QtWidgets import (QCheckBox, QFrame, QHBoxLayout, QLabel, QLineEdit, QMenu, QScrollArea, QSizePolicy,
+from PySide6.QtWidgets import (QCheckBox, QFrame, QHBoxLayout, QLabel, QLineEdit, QMenu, QScrollArea,
                                QSplitter, QStackedWidget, QTabWidget, QToolBar, QToolButton, QVBoxLayout, QWidget)
 
 from workbench.services.project_model import ProjectModel
 from workbench.ui.clusters_edits import ClustersEdits
 from workbench.ui.panels.clusters_actions import ClustersActions
 from workbench.ui.panels.base import Panel
+from workbench.ui.panels.dock_room import RoomWatch, room
 from workbench.ui.undo import EditQueue
 from workbench.ui.widgets.agent_editor import AgentEditor
 from workbench.ui.widgets.cluster_editor import ClusterEditor, parse_number
@@ -38,9 +39,15 @@ from workbench.ui.widgets.field_check import FieldMessage, css, mark, worst
 from workbench.ui.widgets.persona_editor import PersonaEditor
 from workbench.ui.widgets.record_table import RecordTable
 
+WIDE_PX = 1000  # from this width the editor sits beside the lists
 CLUSTER_COLUMNS = (("name", "Cluster"), ("reference", "Reference"), ("theta", "θ"),
                    ("weight", "Weight"), ("agents", "Agents"), ("description", "Description"))
-MIN_HEIGHT = 440  # below this the dock scrolls the panel (the window puts it in a scroll area)
+HINT = "Select a cluster or an agent to edit it."
+# What an empty project shows first, instead of the checks' "clusters: must not be empty".
+START_HERE = ("<b>Start here.</b> A panel is the clusters of agents that vote in a run. "
+              "<a href='template'>Pick a template</a> (ready-made, on the simulated panel: no provider, no key), "
+              "or <a href='provider'>add a provider</a> (a cloud model or a local server), then "
+              "<a href='cluster'>add a cluster</a> and its agents. Then start a run from Live Run.")
 # The persona third, where a narrow dock still shows it: it takes the width the others leave.
 AGENT_COLUMNS = (("id", "Agent"), ("cluster", "Cluster"), ("persona", "Persona"), ("role", "Role"),
                  ("provider", "Provider"), ("model", "Model"))
@@ -55,6 +62,7 @@ class PanelView:
     providers: dict[str, dict]
     tau: object
     weighted: object
+    theta: object = None  # the project's θ: every cluster that sets none uses it
 
 
 class ClustersPanel(ClustersActions, Panel):
@@ -115,10 +123,6 @@ class ClustersPanel(ClustersActions, Panel):
         providers_page.setStretchFactor(0, 1)
         providers_page.setStretchFactor(1, 1)
         self.tabs.addTab(providers_page, "Providers")
-        # The window puts each panel in a scroll area sized by the panel's preferred height: the
-        # tabs ask for none, so the panel fits its dock and its splitter shares what there is.
-        self.tabs.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
-        self.tabs.setMinimumHeight(MIN_HEIGHT)
         self._layout.addWidget(self.tabs, 1)
         self._content = self.tabs
         self.tabs.hide()
@@ -168,13 +172,22 @@ class ClustersPanel(ClustersActions, Panel):
 
         settings = QHBoxLayout()
         settings.setSpacing(6)
+        # τ, θ and weighting live here, in one place: every RCP run made in the project takes them
+        # (Live Run's configuration shows them read-only; docs/runs.md).
         tau_label = QLabel("Project τ", page)
-        tau_label.setToolTip("The resonance ratio a consensus tier needs, in (0.5, 1]: the default of the project's "
-                             "RCP runs (one value per run, SPEC §1).")
+        tau_label.setToolTip("The resonance ratio a consensus tier needs, in (0.5, 1]: the project's, which every "
+                             "RCP run made in the project takes (one value per run, SPEC §1).")
         self.tau = QLineEdit(page)
         self.tau.setObjectName("projectTau")
         self.tau.setToolTip(tau_label.toolTip())
         self.tau.setFixedWidth(self.tau.fontMetrics().horizontalAdvance("0.0000") + 16)
+        theta_label = QLabel("θ", page)
+        theta_label.setToolTip("The share of a cluster's votes an artifact needs for the cluster to approve it, in "
+                               "(0, 1]: the project's, for every cluster that sets no θ of its own.")
+        self.theta = QLineEdit(page)
+        self.theta.setObjectName("projectTheta")
+        self.theta.setToolTip(theta_label.toolTip())
+        self.theta.setFixedWidth(self.tau.fontMetrics().horizontalAdvance("0.0000") + 16)
         self.weighted = QCheckBox("Weighted", page)
         self.weighted.setObjectName("projectWeighted")
         self.weighted.setToolTip("RCP runs use the clusters' weights: rho = sum of the approving clusters' weights "
@@ -184,6 +197,8 @@ class ClustersPanel(ClustersActions, Panel):
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         settings.addWidget(tau_label)
         settings.addWidget(self.tau)
+        settings.addWidget(theta_label)
+        settings.addWidget(self.theta)
         settings.addWidget(self.weighted)
         settings.addStretch(1)
         settings.addWidget(self.templates_button)
@@ -193,12 +208,23 @@ class ClustersPanel(ClustersActions, Panel):
         layout.addWidget(self.tau_message)
         self.panel_message = FieldMessage(page)
         layout.addWidget(self.panel_message)
-        self._tau_dirty = False
+        # An empty project: where to start, at the top where a short dock still shows it.
+        self.start_here = QLabel(START_HERE, page)
+        self.start_here.setObjectName("clustersStartHere")
+        self.start_here.setTextFormat(Qt.TextFormat.RichText)
+        self.start_here.setWordWrap(True)
+        self.start_here.linkActivated.connect(self._on_start_link)
+        self.start_here.hide()
+        layout.addWidget(self.start_here)
+        self._tau_dirty = self._theta_dirty = False
         self.tau.textEdited.connect(self._on_tau_edited)
         self.tau.editingFinished.connect(self._on_tau_committed)
+        self.theta.textEdited.connect(self._on_theta_edited)
+        self.theta.editingFinished.connect(self._on_theta_committed)
         self.weighted.clicked.connect(self._on_weighted_clicked)
 
-        self.hint = QLabel("Select a cluster or an agent to edit it.", page)
+        self.hint = QLabel(HINT, page)
+        self.hint.setObjectName("clustersHint")
         self.hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.hint.setWordWrap(True)
         self.hint.setStyleSheet("color: palette(placeholder-text);")
@@ -212,17 +238,23 @@ class ClustersPanel(ClustersActions, Panel):
         self.editor.addWidget(cluster_scroll)
         self.editor.addWidget(self.agent_editor)
 
+        # The lists (clusters over agents) and the editor: beside each other in a wide dock (the
+        # Design workspace), one above the other in a narrow one (RoomWatch decides).
+        self.lists = QSplitter(Qt.Orientation.Vertical, page)
+        self.lists.setObjectName("clusterLists")
+        self.lists.setChildrenCollapsible(False)
+        self.lists.addWidget(self.clusters)
+        self.lists.addWidget(self.agents)
+        self.lists.setStretchFactor(0, 1)  # the clusters (often two) room for theirs,
+        self.lists.setStretchFactor(1, 2)  # the agents (often six or more) for their rows
         self.split = QSplitter(Qt.Orientation.Vertical, page)
+        self.split.setObjectName("clustersSplit")
         self.split.setChildrenCollapsible(False)
-        self.split.addWidget(self.clusters)
-        self.split.addWidget(self.agents)
+        self.split.addWidget(self.lists)
         self.split.addWidget(self.editor)
-        self.split.setStretchFactor(0, 2)
-        self.split.setStretchFactor(1, 4)
-        self.split.setStretchFactor(2, 5)
-        # In proportion: the form gets most of a short dock, the agents (often six or more) room for
-        # their rows, the clusters (often two) for theirs.
-        self.split.setSizes([110, 220, 330])
+        self.split.setStretchFactor(0, 6)
+        self.split.setStretchFactor(1, 5)
+        self._room_watch = RoomWatch(self, self._fit_room)
         layout.addWidget(self.split, 1)
         self.message = FieldMessage(page)
         self.message.setObjectName("clustersMessage")
@@ -230,9 +262,19 @@ class ClustersPanel(ClustersActions, Panel):
         bottom.addWidget(self.message, 1)
         bottom.addWidget(self.status, 0, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignRight)
         layout.addLayout(bottom)
-        for table in (self.clusters, self.agents):
-            table.view.setMinimumHeight(table.view.verticalHeader().defaultSectionSize() * 2 + 8)
         return page
+
+    def _fit_room(self) -> None:
+        """The editor beside the lists when the dock is wide enough for both, else under them."""
+        from workbench.ui import theme
+
+        size = room(self)
+        wide = size.width() >= WIDE_PX * theme.type_scale()  # larger type needs more room for the same
+        orientation = Qt.Orientation.Horizontal if wide else Qt.Orientation.Vertical
+        if self.split.orientation() != orientation:
+            self.split.setOrientation(orientation)
+            total = max(size.width() if wide else size.height(), 1)  # (in proportion: the splitter scales them)
+            self.split.setSizes([total * 11 // 20, total - total * 11 // 20])
 
     # ----- the read cycle --------------------------------------------------------------------
     def load(self, store, changes, cancel):
@@ -242,7 +284,8 @@ class ClustersPanel(ClustersActions, Panel):
 
         rows = panel_rows(store)
         settings = panel_settings(store)
-        return PanelView(rows.clusters, rows.agents, rows.providers, settings["tau"], settings["weighted"])
+        return PanelView(rows.clusters, rows.agents, rows.providers, settings["tau"], settings["weighted"],
+                         settings["theta"])
 
     def apply(self, view) -> None:
         self.view = view
@@ -253,7 +296,7 @@ class ClustersPanel(ClustersActions, Panel):
             per_cluster[a["cluster_id"]] = per_cluster.get(a["cluster_id"], 0) + 1
         self.clusters.set_rows([
             {**c, "reference": "★ reference" if c["is_reference"] else "",
-             "theta": "global" if c["theta"] is None else c["theta"],
+             "theta": f"{_fmt(view.theta)} (project)" if c["theta"] is None else c["theta"],
              "agents": per_cluster.get(c["id"], 0)}
             for c in view.clusters
         ])
@@ -269,6 +312,9 @@ class ClustersPanel(ClustersActions, Panel):
         self.providers_view.show_providers(view.providers, view.agents)
         if not self._tau_dirty:
             self.tau.setText(_fmt(view.tau))
+        if not self._theta_dirty:
+            self.theta.setText(_fmt(view.theta))
+        self.cluster_editor.set_project_theta(view.theta)
         self.weighted.setChecked(view.weighted is True)
         self._content.show()
         self._restore_selection()
@@ -280,7 +326,7 @@ class ClustersPanel(ClustersActions, Panel):
     def clear(self) -> None:
         self.queue.clear()  # edits made for the project just closed are not written to the next
         self.key_issues, self._keys_checked = {}, {}
-        self._tau_dirty = False
+        self._tau_dirty = self._theta_dirty = False
         self._content.hide()
         self.view = None
         self._agent_rows = []
@@ -292,6 +338,12 @@ class ClustersPanel(ClustersActions, Panel):
         self.agent_editor.load(None)
         self.providers_view.show_providers({}, [])
         self.editor.setCurrentIndex(0)
+        self.start_here.hide()
+        self.issues = []  # nothing of the last project's checks stays on screen
+        for message in (self.tau_message, self.panel_message, self.message):
+            message.show_message(None)
+        self.status.setText("")
+        self.status.setToolTip("")
 
     def _fit_agent_columns(self) -> None:
         """The persona takes the width the other columns (at their contents' width) leave."""
@@ -439,14 +491,47 @@ class ClustersPanel(ClustersActions, Panel):
             tau = value if ok else tau
         return clusters, agents, tau
 
+    def _typed_theta(self) -> object:
+        if self._theta_dirty:
+            ok, value = parse_number(self.theta.text())
+            if ok:
+                return value
+        return self.view.theta if self.view is not None else None
+
+    @property
+    def empty(self) -> bool:
+        """The project has no cluster and no agent yet: it opens on where to start, not an error."""
+        return self.view is not None and not self.view.clusters and not self.view.agents
+
+    def _show_start_here(self) -> None:
+        empty = self.empty
+        self.start_here.setVisible(empty)
+        if empty:
+            self.editor.setCurrentIndex(0)
+
+    def _on_start_link(self, link: str) -> None:
+        """The start-here text's links: a template, a provider, or a first cluster."""
+        if link == "template":
+            self.templates_button.showMenu()
+        elif link == "provider":
+            self.tabs.setCurrentIndex(1)
+            self.providers_view._on_add()
+        elif link == "cluster":
+            self._on_add_cluster()
+
     def _recheck(self, *_args) -> None:
         if self.view is None:
             return
         from workbench.core.project.panel_check import check_panel
 
+        self._show_start_here()
+        if self.empty:  # nothing to check yet: the start-here text says what to do first
+            self.issues = []
+            self._show_issues()
+            return
         clusters, agents, tau = self._typed_rows()
         self.issues = check_panel(clusters, agents, list(self.view.providers.values()), tau=tau,
-                                  weighted=self.weighted.isChecked())
+                                  weighted=self.weighted.isChecked(), theta=self._typed_theta())
         self._show_issues()
 
     def _issues_of(self, kind: str, key: object = None) -> list:
@@ -465,9 +550,14 @@ class ClustersPanel(ClustersActions, Panel):
         tau_issues = self._issues_of("tau") + self._issues_of("weighted")
         if self._tau_dirty and not parse_number(self.tau.text())[0]:
             tau_issues = [_LocalIssue("τ: not a number")]
-        level = worst([i.level for i in tau_issues])
-        self.tau_message.show_message(level, " ".join(i.message for i in tau_issues if i.level == level))
-        mark(self.tau, level)
+        theta_issues = self._issues_of("theta")
+        if self._theta_dirty and not parse_number(self.theta.text())[0]:
+            theta_issues = [_LocalIssue("θ: not a number")]
+        level = worst([i.level for i in tau_issues + theta_issues])
+        self.tau_message.show_message(level, " ".join(i.message for i in tau_issues + theta_issues
+                                                      if i.level == level))
+        mark(self.tau, worst([i.level for i in tau_issues]))
+        mark(self.theta, worst([i.level for i in theta_issues]))
         panel = self._issues_of("panel")
         level = worst([i.level for i in panel])
         self.panel_message.show_message(level, " ".join(i.message for i in panel if i.level == level))
@@ -480,6 +570,9 @@ class ClustersPanel(ClustersActions, Panel):
             self.status.setText(" · ".join(parts))
             self.status.setStyleSheet(f"color: {css('error' if errors else 'warning')};")
             self.status.setToolTip("\n".join(i.message for i in self.issues))
+        elif self.empty:
+            self.status.setText("")
+            self.status.setToolTip("")
         else:
             self.status.setText("✔ valid RCP panel")
             self.status.setStyleSheet(f"color: {css('ok')};")
@@ -546,7 +639,7 @@ class ClustersPanel(ClustersActions, Panel):
             button.setEnabled(writable and kind is not None)
         self.templates_button.setEnabled(writable)
         self.providers_view.set_writable(writable)
-        for form in (self.cluster_editor, self.agent_editor.fields_area, self.tau, self.weighted):
+        for form in (self.cluster_editor, self.agent_editor.fields_area, self.tau, self.theta, self.weighted):
             form.setEnabled(writable)
 
 class _Tabs(QTabWidget):

@@ -10,14 +10,26 @@ panel's minimum size scrolls it. Two things made docks scroll at any size:
 - a panel that picks its layout from its own size can stick, since its minimum size may hold it
   larger than the dock: :func:`room` is the size the dock gives (the scroll area's viewport), and
   :class:`RoomWatch` reports it whenever it changes.
+
+What a panel never gives up, whatever its dock's size, is its lists' rows and its charts' size
+(UI.md: 8 rows and 300 px at 1280×720; 5 rows and 240 px at 150 %): :class:`RowFloor` keeps each
+list's minimum height at the rows it should show, and the charts hold ``plots.style.PLOT_MIN``. A
+dock with less room scrolls its panel (or the panel folds a side pane away); nothing is cut.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QEvent, QObject, QSize
-from PySide6.QtWidgets import QLabel, QScrollArea, QWidget
+from PySide6.QtCore import QEvent, QObject, QSize, Qt
+from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QScrollArea, QSplitter, QTableView,
+                               QTreeView, QWidget)
+
+from workbench.ui import theme
+
+ROWS = 8  # rows a list shows, when it holds them, at the normal type size (UI.md)
+LEAST_ROWS = 5  # ... and at any zoom (the same room holds fewer rows of larger type)
+FEW_ROWS = 3  # the room a short or empty list keeps
 
 
 class WrappedLine(QWidget):
@@ -51,10 +63,28 @@ class WrappedLine(QWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().resizeEvent(event)
         self.label.setGeometry(self.rect())
+        self._follow()
+
+    def event(self, event) -> bool:
+        # The label's new text (or type size) asks its parent, this box, to lay out again.
+        if event.type() == QEvent.Type.LayoutRequest:
+            self._follow()
+        return super().event(event)
+
+    def _follow(self) -> None:
         wanted = self._wanted()
         if wanted != self._height:
             self._height = wanted
             self.updateGeometry()
+
+
+def wrapped(label: QLabel, parent: QWidget) -> WrappedLine:
+    """``label`` (word-wrapped, not yet in a layout) in a :class:`WrappedLine`, whose least
+    height is the label's at the width it has: in a splitter, which reads its panes' least sizes
+    and not their height for width, the lines of a wrapped label then take room, not the chart's."""
+    box = WrappedLine(label, parent)
+    box.adopt()
+    return box
 
 
 def unwrap_summary(panel: QWidget) -> WrappedLine | None:
@@ -106,8 +136,126 @@ class RoomWatch(QObject):
             if kind == QEvent.Type.ParentChange:
                 self._follow_parent()
                 self.fit()
-            elif kind in (QEvent.Type.Resize, QEvent.Type.Show):
+            elif kind in (QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.FontChange):
                 self.fit()
         elif watched is self._viewport and kind == QEvent.Type.Resize:
             self.fit()
         return False
+
+
+def rows_to_show(zoom: float) -> int:
+    """The rows a list holding enough of them shows: ROWS at the normal size, fewer of larger
+    type (the same height), never fewer than LEAST_ROWS."""
+    return max(LEAST_ROWS, int(ROWS / max(zoom, 1e-6) + 1e-9))
+
+
+class RowFloor(QObject):
+    """Keeps ``view``'s minimum height at the whole rows it should show: as many as it holds, up to
+    :func:`rows_to_show` (FEW_ROWS at least), with its header, frame and a horizontal scroll bar.
+    It follows the rows (their number and height) and the type size."""
+
+    def __init__(self, view: QAbstractItemView, least: int = FEW_ROWS):
+        super().__init__(view)
+        self.view, self.least = view, least
+        self._model = None
+        self._line = view.fontMetrics().height()  # the type the rows were sized for
+        view.installEventFilter(self)
+        if isinstance(view, QTableView):
+            header = view.verticalHeader()
+            # Made before a zoom and first shown after it: its rows hold the type it has now.
+            header.setDefaultSectionSize(max(header.defaultSectionSize(), self._line + 8))
+            header.sectionResized.connect(self._on_rows_changed)
+        self._follow_model()
+        self.update()
+
+    def _follow_model(self) -> None:
+        model = self.view.model()
+        if model is self._model:
+            return
+        self._model = model
+        if model is not None:
+            for signal in (model.rowsInserted, model.rowsRemoved, model.modelReset, model.layoutChanged):
+                signal.connect(self._on_rows_changed)
+
+    def _on_rows_changed(self, *_args) -> None:
+        try:
+            self.update()
+        except RuntimeError:  # the view is being destroyed (its model empties as it goes)
+            pass
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt API)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange, QEvent.Type.Show):
+            self._follow_model()
+            self._follow_type()
+            self.update()
+        return False
+
+    def _follow_type(self) -> None:
+        """A table's rows and columns grow and shrink with its type (zoom, presenter mode): Qt
+        keeps the sizes they were given, and larger type would be cut in them (the columns keep
+        the proportions the user gave them)."""
+        line = self.view.fontMetrics().height()
+        ratio, self._line = line / max(self._line, 1), line
+        if ratio == 1.0:
+            return
+        if isinstance(self.view, QTableView):
+            rows = self.view.verticalHeader()
+            rows.setDefaultSectionSize(round(rows.defaultSectionSize() * ratio))
+        if isinstance(self.view, QTableView):
+            header = self.view.horizontalHeader()
+        elif isinstance(self.view, QTreeView):
+            header = self.view.header()
+        else:
+            return
+        last = header.count() - 1
+        for i in range(header.count()):
+            if header.isSectionHidden(i) or (i == last and header.stretchLastSection()):
+                continue
+            if header.sectionResizeMode(i) in (QHeaderView.ResizeMode.Interactive, QHeaderView.ResizeMode.Fixed):
+                header.resizeSection(i, round(header.sectionSize(i) * ratio))
+
+    def wanted(self) -> int:
+        model = self.view.model()
+        count = model.rowCount(self.view.rootIndex()) if model is not None else 0
+        return max(min(count, rows_to_show(theme.current_zoom())), self.least)
+
+    def update(self) -> None:
+        view = self.view
+        rows = self.wanted()
+        height = self._row_height(rows) * rows + 2 * view.frameWidth() + 2
+        header = getattr(view, "horizontalHeader", None) or getattr(view, "header", None)
+        if header is not None and not header().isHidden():
+            height += header().sizeHint().height()
+        if view.horizontalScrollBarPolicy() != Qt.ScrollBarPolicy.ScrollBarAlwaysOff:
+            height += view.horizontalScrollBar().sizeHint().height()
+        if height != view.minimumHeight():
+            view.setMinimumHeight(height)
+            # A splitter keeps the sizes it has until it is resized, even below its panes' new
+            # minimums (larger type while hidden): it shares its room again now.
+            parent = view.parentWidget()
+            while parent is not None and not parent.isWindow():
+                if isinstance(parent, QSplitter):
+                    parent.refresh()
+                parent = parent.parentWidget()
+
+    def _row_height(self, rows: int) -> int:
+        view, model = self.view, self.view.model()
+        count = model.rowCount(view.rootIndex()) if model is not None else 0
+        if isinstance(view, QTableView):
+            heights = [view.verticalHeader().sectionSize(r) for r in range(min(count, rows))]
+            return max(heights + [view.verticalHeader().defaultSectionSize()])
+        if count and view.sizeHintForRow(0) > 0:
+            return max(view.sizeHintForRow(r) for r in range(min(count, rows)))
+        return view.fontMetrics().height() + 8
+
+
+def hold_rows(root: QWidget) -> list[RowFloor]:
+    """A :class:`RowFloor` for every list inside ``root`` that has none yet (a drop-down's popup
+    list aside: it is a window of its own)."""
+    floors = []
+    for view in root.findChildren(QAbstractItemView):
+        if isinstance(view, QHeaderView) or view.window() is not root.window() or view.property("rowFloor"):
+            continue
+        view.setProperty("rowFloor", True)
+        floors.append(RowFloor(view))
+    return floors

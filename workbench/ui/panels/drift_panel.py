@@ -183,9 +183,13 @@ class DriftPanel(Panel):
     def _fill_pickers(self, view: dict) -> None:
         self.run_combo.blockSignals(True)
         self.run_combo.clear()
-        for r in view["runs"]:
-            tag = " · imported" if r.source == "import" else (" · SIM" if r.simulated else "")
-            self.run_combo.addItem(f"{r.label or r.id} · {r.status}{tag}", r.id)
+        from workbench.ui.widgets.run_names import run_titles, run_tooltip
+
+        # By label, protocol, status and start time, as every list names a run.
+        for r, title in zip(view["runs"], run_titles(view["runs"])):
+            tag = " · imported" if r.source == "import" else ""
+            self.run_combo.addItem(f"{title}{tag}", r.id)
+            self.run_combo.setItemData(self.run_combo.count() - 1, run_tooltip(r), Qt.ItemDataRole.ToolTipRole)
         if view["run"] is not None:
             self.run_combo.setCurrentIndex(max(self.run_combo.findData(view["run"].run_id), 0))
         self.run_combo.blockSignals(False)

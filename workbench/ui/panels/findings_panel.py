@@ -103,6 +103,7 @@ class FindingsPanel(Panel):
         # A list that pages: 5,000 findings cost one window of rows, sorted and filtered in SQL.
         self.findings = PagedTable(FINDING_COLUMNS, model.reads, row_key=lambda row: row["id"],
                                    placeholder="Filter findings…", parent=self)
+        self.findings.setObjectName("findingsList")  # (the tour points at it)
         self.findings.model.decorate = _decorate_finding
         self.findings.view.selectionModel().selectionChanged.connect(self._on_finding_selected)
         self.history_label = QLabel("Select a finding to see its votes.", self)

@@ -32,15 +32,19 @@ from workbench.ui.widgets.record_table import RecordTable
 from workbench.ui.widgets.run_config_editor import RunConfigEditor
 from workbench.ui.widgets.run_status import (RUN_STATUS, SIM_BADGE, SIM_NOTE, WAITING, ElidedRichLabel, RunBadge,
                                              ballots_html, decorate_run, live_row, progress_text, run_row)
+from workbench.ui.widgets.run_names import run_titles
 from workbench.ui.widgets.run_timeline import AMBER, GREY, RED, RunTimeline, call_row, tone
 from workbench.ui.widgets.status import QuietProgressBar
 
 __all__ = ["LiveRunPanel", "GREY", "SIM_NOTE", "progress_text"]
 
 UNSAVED = -1  # the combo's item for a configuration not saved in the project (or edited since)
-RUN_COLUMNS = (("id", "Run"), ("sim", "SIM"), ("status_text", "Status"), ("protocol", "Protocol"),
-               ("label", "Label"), ("started", "Started"), ("calls", "Calls"), ("failed", "Failed"),
-               ("invalid", "Invalid"))
+QUIET_WIDTH = 260  # px: the reason Start is disabled, elided beside it (whole in its tooltip)
+# A run by its label, protocol and start time (run_names.run_title), then its status: never a bare
+# id, which is last (and whole in every cell's tooltip).
+RUN_COLUMNS = (("name", "Run"), ("sim", "SIM"), ("status_text", "Status"), ("protocol", "Protocol"),
+               ("started", "Started"), ("calls", "Calls"), ("failed", "Failed"), ("invalid", "Invalid"),
+               ("label", "Label"), ("id", "Id"))
 
 
 class LiveRunPanel(Panel):
@@ -48,7 +52,8 @@ class LiveRunPanel(Panel):
     OBJECT_NAME = "liveRunPanel"
     SUMMARY = "Configure, start, watch, cancel and resume protocol runs call by call, and answer the calls you play."
     TABLES = ("runs", "rounds", "llm_calls", "votes", "cons_ballots", "finding_votes", "traces",
-              "protocol_configs", "cons_questions", "cons_escalations", "cons_conflicts", "batches")
+              "protocol_configs", "cons_questions", "cons_escalations", "cons_conflicts", "batches",
+              "settings")  # the project's tau, theta and weighting, which its configurations follow
 
     def __init__(self, model: ProjectModel, parent: QWidget | None = None):
         super().__init__(model, parent)
@@ -66,6 +71,7 @@ class LiveRunPanel(Panel):
         self._detail = Reader(model.reads, self, name="read call detail")
         self._escalation = Reader(model.reads, self, name="read escalation")
         self._estimating = Reader(model.reads, self, name="estimate the run")  # beside Start
+        self._quiet_reason = False  # the estimate's place says why Start is disabled
         self.source = ConfigSource(self)
         self._build()
 
@@ -155,6 +161,7 @@ class LiveRunPanel(Panel):
         controls.addWidget(self.estimate_label)
         for b in (self.resume_button, self.cancel_button):
             controls.addWidget(b)
+        controls.addWidget(self._build_pace())
         self.progress_bar = QuietProgressBar(self)
         self.progress_bar.setObjectName("liveRunProgress")
         self.progress_bar.setTextVisible(False)  # the words go beside it, never clipped inside it
@@ -169,9 +176,27 @@ class LiveRunPanel(Panel):
         controls.addWidget(Contained(self.progress_label, self), 1)  # it changes with every call
         return controls
 
+    def _build_pace(self) -> QWidget:
+        """A room's pace for a simulated run (widgets/pace_control.py, over the service's pacer)."""
+        from workbench.ui.widgets.pace_control import PaceControl
+
+        self.pace_control = PaceControl(self)
+        self.pace_combo, self.next_button = self.pace_control.combo, self.pace_control.next_button
+        self.pace_combo.activated.connect(lambda _i: self._update_pace())
+        return self.pace_control
+
+    def _update_pace(self) -> None:
+        """The control applies to a simulated run: the one going, else the configuration edited."""
+        running = self.service is not None and self.service.running
+        pacer = self.service.pacer if self.service is not None else None
+        check = self.editor.check
+        applies = pacer is not None and (pacer.active if running else bool(check and check.ok and check.simulated))
+        self.pace_control.update_state(running=running, applies=applies)
+
     def _build_runs(self) -> QWidget:
         self.runs_table = RecordTable(RUN_COLUMNS, "Filter runs…", self)
         self.runs_table.model.decorate = decorate_run
+        # Elided in the middle: the label's beginning, and its protocol and start time at the end, stay.
         self.runs_table.view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.runs_table.view.selectionModel().selectionChanged.connect(self._on_run_selected)
         self.runs_table.view.viewport().installEventFilter(self)  # its columns fit its width
@@ -230,16 +255,16 @@ class LiveRunPanel(Panel):
         return self.split
 
     def _fit_run_columns(self) -> None:
-        """The status and SIM columns whole; the run id takes what the table's width leaves, its
-        middle elided down to a readable minimum (the whole id is in its tooltip)."""
+        """The status and SIM columns whole; the run's name takes what the table's width leaves,
+        elided down to a readable minimum (the whole name and the id are in its tooltip)."""
         view = self.runs_table.view
         metrics, pad = view.fontMetrics(), 18
         statuses = [r["status_text"] for r in self._run_rows] or ["✓ completed"]
         status = max(metrics.horizontalAdvance(t) for t in (*statuses, "✓ completed", "Status")) + pad
         sim = max(metrics.horizontalAdvance("SIM"), view.horizontalHeader().fontMetrics().horizontalAdvance("SIM")) + pad
-        ids = [r["id"] for r in self._run_rows]
-        longest = max((metrics.horizontalAdvance(i) for i in ids), default=0) + pad
-        least = metrics.horizontalAdvance("rcp-2…26a9a") + pad
+        names = [r["name"] for r in self._run_rows]
+        longest = max((metrics.horizontalAdvance(i) for i in names), default=0) + pad
+        least = metrics.horizontalAdvance("Downtown c… · RCP") + pad
         # The splitter never makes the table narrower than an elided id, SIM and the status.
         frame = view.verticalScrollBar().sizeHint().width() + 2 * view.frameWidth()
         self.runs_table.setMinimumWidth(least + sim + status + frame)
@@ -262,6 +287,7 @@ class LiveRunPanel(Panel):
     def attach(self, service: RunService, manual: QtManualAgents | None = None) -> None:
         """Drive runs through the window's service and answer its manual calls here."""
         self.service, self.manual = service, manual
+        self.pace_control.attach(lambda: service.pacer)
         service.started.connect(self._on_run_started)
         service.progressed.connect(self._on_run_progressed)
         service.calls_changed.connect(self._on_calls_changed)
@@ -279,6 +305,7 @@ class LiveRunPanel(Panel):
         run's calls. A run that has ended has its counts in its summary; the others are
         counted, and only when a change touched them (or on a full read)."""
         from workbench.core.project import calls, panel, run_configs, runs
+        from workbench.core.project.panel_edits import panel_settings
 
         listed = runs.run_list(store)
         going = [r.id for r in listed if r.calls is None]
@@ -292,12 +319,15 @@ class LiveRunPanel(Panel):
                   for i in going}
         batches = run_configs.batch_ids(store, [r.id for r in listed])
         rows = [run_row(r, counts.get(r.id), batches.get(r.id)) for r in listed]
+        for row, name in zip(rows, run_titles(listed, status=False, sim=False)):  # two alike told apart
+            row["name"] = name
         shown = self._shown_run
         log = [call_row(c) for c in calls.run_log(store, shown)] if any(r.id == shown for r in listed) else []
-        return _LiveView(panel.saved_configs(store), rows, counts, shown, log)
+        return _LiveView(panel.saved_configs(store), rows, counts, shown, log, panel_settings(store))
 
     def apply(self, view: _LiveView) -> None:
         self._counts = view.counts
+        self.editor.set_project_settings(view.settings)
         configs = [(c.id, f"{c.name} ({c.protocol.upper()})") for c in view.configs]
         if configs != self._configs:
             self._fill_configs(configs)
@@ -319,18 +349,29 @@ class LiveRunPanel(Panel):
         self._update_buttons()
 
     def clear(self) -> None:
+        """No project: nothing of the last one stays (its runs, its configuration, its estimate,
+        the last run's progress line)."""
         self.content.hide()
         self._configs, self._run_rows, self._shown_run = [], [], None
         self._counts, self._decisions, self._answer_when_asked = {}, {}, {}
         for reader in (self._asking, self._detail, self._escalation, self._estimating):
             reader.cancel()
         self.source.clear()
+        self.editor.set_project_settings(None)
         self.config_combo.clear()
         self.runs_table.set_rows([])
         self.timeline.clear()
         self.call_view.show_detail(None)
         self.escalation_form.set_view(None)
         self.prompt_box.clear_all()
+        for label in (self.estimate_label, self.progress_label):
+            label.setText("")
+            label.setToolTip("")
+        self.progress_bar.hide()
+        self.badge.set_status(None)
+        self.sim_note.hide()
+        self.calls_heading.setText("Select a run to see its calls.")
+        self._update_buttons()
 
     def _on_opened(self, store) -> None:
         super()._on_opened(store)
@@ -384,8 +425,10 @@ class LiveRunPanel(Panel):
             + (f", <span style='color:{tone(AMBER)}'>⧗ {held} waiting to retry</span>" if held else "")
             + (f", <span style='color:{GREY}'>{grey} invalid or failed (grey)</span>" if grey else "")
             + (f"<br><span style='color:{tone(RED)}'>{escape_html(reason)}</span>" if reason else ""))
-        self.calls_heading.setToolTip(f"{run_id}{batch and ', a run of batch ' + run['batch_id']}"
-                                      + (f"\n{run['label']}" if run.get("label") else ""))
+        from workbench.ui.widgets.run_names import run_title, run_tooltip
+
+        self.calls_heading.setToolTip(f"{run_title(run)}\n{run_tooltip(run)}" if run.get("name") else
+                                      f"{run_id}{batch and ', a run of batch ' + run['batch_id']}")
         self.sim_note.setVisible(bool(run["simulated"]))
 
     # ----- selection -------------------------------------------------------------------------
@@ -410,7 +453,7 @@ class LiveRunPanel(Panel):
         self.inspect_button.setEnabled(run is not None)
         if run is not None and run["id"] != self._shown_run:
             self._shown_run = run["id"]
-            self.calls_heading.setText(f"<b>{escape_html(run['id'])}</b> — reading its calls…")
+            self.calls_heading.setText(f"<b>{escape_html(run.get('name') or run['id'])}</b> — reading its calls…")
             self.timeline.set_stored([])
             self.call_view.show_detail(None)
             self.request()
@@ -529,7 +572,8 @@ class LiveRunPanel(Panel):
         config_id = self.source.config_id if self.source.unchanged(doc) else None
         self.tabs.setCurrentIndex(0)
         self._leave_shown_run()
-        self.service.start_document(doc, config_id=config_id, label=str(doc.get("label") or ""))
+        self.service.start_document(doc, config_id=config_id, label=str(doc.get("label") or ""),
+                                    follow_project=self.editor.follows_project)
 
     def _leave_shown_run(self) -> None:
         """Start: the run shown until now goes (its calls, its selected call); the new run's
@@ -556,8 +600,7 @@ class LiveRunPanel(Panel):
         """The configuration being edited validated: its estimate, read off the GUI thread."""
         if not getattr(check, "ok", False):
             self._estimating.cancel()
-            self.estimate_label.setText("")
-            self.estimate_label.setToolTip("")
+            self._update_buttons()  # the reason, in the estimate's place
             return
         doc = self.editor.document()
 
@@ -577,6 +620,8 @@ class LiveRunPanel(Panel):
             self.estimate_label.setToolTip(f"No estimate: {est['error']}")
             return
         line = estimate_line(est)
+        self.estimate_label.setStyleSheet("")
+        self._quiet_reason = False
         self.estimate_label.setText(line.split(" (")[0])  # plain text; the models without a price in the tooltip
         rows = []
         for name, p in est.get("providers", {}).items():
@@ -614,20 +659,54 @@ class LiveRunPanel(Panel):
         if self.manual is not None and not self.manual.answer(key, text):
             self.prompt_box.remove(key)  # its run was cancelled meanwhile
 
+    def start_blocker(self) -> str | None:
+        """Why Start cannot start anything now, in words; None when it can."""
+        store = self.store
+        if store is None:
+            return "No project is open: use File ▸ New or File ▸ Open."
+        if store.read_only:
+            return "This project is open read-only, so it cannot record a run."
+        if self.service is None:
+            return "Runs start from the main window."
+        if self.service.running:
+            return "A run is in progress: wait for it to end, or Cancel it."
+        if not self.editor.document():
+            return "No configuration yet: use New ▸ to start from a template or from the project's clusters."
+        check = self.editor.check
+        if self.editor.pending or check is None:
+            return "Checking the configuration…"
+        if not check.ok:
+            return f"The configuration is not valid yet ({check.message}): see the Configure tab."
+        return None
+
     def _update_buttons(self, *_args) -> None:
         running = self.service is not None and self.service.running
         store = self.store
         writable = store is not None and not store.read_only and self.service is not None
         run = self.selected_run()
-        self.start_button.setEnabled(writable and not running and self.editor.valid)
-        self.start_button.setToolTip("Start the configuration being edited" if self.editor.valid else
-                                     "The configuration is not valid yet: see the Configure tab")
+        blocker = self.start_blocker()
+        self.start_button.setEnabled(writable and blocker is None)
+        self.start_button.setToolTip(blocker or "Start the configuration being edited (a run, or a batch)")
+        # Why Start cannot go, in a quiet line where the estimate goes once the configuration is valid.
+        if blocker is not None and not running:
+            self._estimating.cancel()
+            metrics = self.estimate_label.fontMetrics()
+            self.estimate_label.setText(metrics.elidedText(blocker, Qt.TextElideMode.ElideRight, QUIET_WIDTH))
+            self.estimate_label.setToolTip(blocker)
+            self.estimate_label.setStyleSheet("color: palette(placeholder-text);")
+            self._quiet_reason = True
+        elif self._quiet_reason:
+            self.estimate_label.setText("")
+            self.estimate_label.setToolTip("")
+            self.estimate_label.setStyleSheet("")
+            self._quiet_reason = False
         resumable = run is not None and run["status"] in ("interrupted", "failed", "stopped_at_cap", "degraded")
         self.resume_button.setEnabled(writable and not running and resumable)
         self.resume_button.setText("⟳ Resume batch" if run is not None and run.get("batch_id") else "⟳ Resume")
         self.cancel_button.setEnabled(running)
         self.action_save.setEnabled(writable and self.editor.valid)
         self.new_button.setEnabled(store is not None)
+        self._update_pace()
 
     # ----- the run service -------------------------------------------------------------------
     def _on_running_changed(self, running: bool) -> None:
@@ -656,7 +735,7 @@ class LiveRunPanel(Panel):
         self.timeline.add_events(events)
 
     def _on_run_progressed(self, p) -> None:
-        from workbench.services.runs.runner import WAIT_MARK  # loaded by the run already
+        from workbench.services.runs.runner import PAUSE_MARK, WAIT_MARK  # loaded by the run already
 
         self.progress_bar.setRange(0, max(p.total, 1))
         self.progress_bar.setValue(p.done)
@@ -668,11 +747,12 @@ class LiveRunPanel(Panel):
         text = f"{escape_html(progress_text(p, eta=not waiting))}"
         if getattr(p, "cache_calls", None):  # the reply cache's hits in this session
             text += f", cache {p.cache_hits}/{p.cache_calls} hits"
-        if p.message.startswith(WAIT_MARK):  # a call waits before its retry (a 429): said as it happens
+        if p.message.startswith((WAIT_MARK, PAUSE_MARK)):  # a call waits for its retry, a phase for Next
             text += f" — <span style='color:{tone(AMBER)}'>{escape_html(p.message)}</span>"
         text += f"{waiting} · {batch}<b>{escape_html(p.phase or 'Running')}</b>"
         self.progress_label.setText(text)
         self.progress_label.setToolTip(p.message or "")
+        self._update_pace()
 
     def _on_run_refused(self, message: str, _details: str) -> None:
         """The run did not start (a provider that cannot be called, a bad document) or stopped
@@ -804,4 +884,5 @@ class _LiveView:
     counts: dict  # run id -> CallCounts, for the runs still going
     shown_run: str | None
     calls: list  # timeline rows (dicts) of the shown run's stored calls
+    settings: dict | None = None  # the project's tau, theta and weighting (panel_edits.panel_settings)
 

@@ -31,7 +31,7 @@ from workbench.core.project.refs import RecordRef
 from workbench.core.project.store import Store
 from workbench.services.project_model import ProjectModel
 from workbench.ui.panels.base import Panel
-from workbench.ui.panels.dock_room import RoomWatch, room, unwrap_summary
+from workbench.ui.panels.dock_room import RoomWatch, room, unwrap_summary, wrapped
 from workbench.ui.widgets.record_table import RecordTable
 
 KEEP = object()  # a read that left the run's arrays as they were
@@ -42,11 +42,10 @@ UNCLASSIFIED_COLUMNS = (("key", "Artifact"), ("round", "Round"), ("author", "Aut
 VARIANT_COLUMNS = (("label", "Label"), ("round", "Round"), ("settings", "Settings"), ("artifacts", "Artifacts"),
                    ("created_at", "Saved"))
 MAX_LISTED = 2000
-NARROW_PX = 820  # below this width the what-if goes under the chart
-SIDE_MAX_PX = 460
+SIDE_MAX_PX = 460  # the what-if's width beside the chart (at the normal type size)
+SIDE_MARGIN_PX = 60  # the splitter's handle and the panel's margins
 SHORT_PX = 520  # a dock shorter than this hides the summary line, and (narrow) folds the what-if away
 LEGEND_PX = 400  # a dock shorter than this folds the legend away (the "Legend" button unfolds it)
-CHART_MIN = (220, 170)  # the chart's smallest size: what the default dock gives, whole
 # A new theme (palette) or zoom (application font) makes the charts again in its colours and sizes.
 RESTYLE_EVENTS = (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange, QEvent.Type.FontChange,
                   QEvent.Type.ApplicationFontChange)
@@ -232,7 +231,8 @@ class QuadrantPanel(Panel):
         self.legend.setObjectName("quadrantLegend")
         self.legend.setWordWrap(True)
         self.legend.setTextFormat(Qt.TextFormat.RichText)
-        left_layout.addWidget(self.legend)
+        self._legend_box = wrapped(self.legend, left)
+        left_layout.addWidget(self._legend_box)
         self.info = QLabel(left)
         self.info.setObjectName("quadrantInfo")
         self.info.setWordWrap(True)
@@ -250,7 +250,7 @@ class QuadrantPanel(Panel):
         self.legend_toggle.clicked.connect(self._on_legend_clicked)
         self._legend_chosen = False
         info_row.addWidget(self.legend_toggle, 0, Qt.AlignmentFlag.AlignTop)
-        info_row.addWidget(self.info, 1)
+        info_row.addWidget(wrapped(self.info, left), 1)
         left_layout.addLayout(info_row)
 
         side = self.side = QWidget(self.splitter)
@@ -281,7 +281,7 @@ class QuadrantPanel(Panel):
         self.splitter.hide()
         self.whatif.setEnabled(False)
 
-        self.stack.setMinimumSize(*CHART_MIN)
+        # (The chart holds its own least size, plots.style.plot_min: a shorter dock scrolls.)
         self.legend.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._summary = unwrap_summary(self)  # (its height-for-width made the dock scroll)
         self.short = False
@@ -315,9 +315,12 @@ class QuadrantPanel(Panel):
         self._runs = view["runs"]
         self.run_combo.blockSignals(True)
         self.run_combo.clear()
-        for r in self._runs:
-            sim = " · SIM" if r.simulated else ""
-            self.run_combo.addItem(f"{r.label or r.id} · {r.status} · {r.artifacts:,} artifacts{sim}", r.id)
+        from workbench.ui.widgets.run_names import run_titles, run_tooltip
+
+        # By label, protocol, status and start time, as every list names a run.
+        for r, title in zip(self._runs, run_titles(self._runs)):
+            self.run_combo.addItem(f"{title} · {r.artifacts:,} artifacts", r.id)
+            self.run_combo.setItemData(self.run_combo.count() - 1, run_tooltip(r), Qt.ItemDataRole.ToolTipRole)
         index = self.run_combo.findData(view["run"])
         self.run_combo.setCurrentIndex(max(index, 0))
         self.run_combo.blockSignals(False)
@@ -337,6 +340,7 @@ class QuadrantPanel(Panel):
         self._loaded_run = data.run_id if data is not None else None
         if data is None or data.n == 0:
             self.baseline = self.result = None
+            self.whatif.set_clusters((), 0)  # no slider names a cluster of the run (or project) before
             self.whatif.setEnabled(False)
             self.placeholder.setText("No Resonant Consensus run in this project yet." if data is None
                                      else "This run's configuration names no clusters.")
@@ -426,8 +430,15 @@ class QuadrantPanel(Panel):
         width, height = size.width(), size.height()
         if width <= 0 or height <= 0:
             return
-        wide = width >= NARROW_PX
-        short = height < SHORT_PX
+        from workbench.ui import theme
+
+        scale = theme.type_scale()  # larger type (zoom, presenter mode) needs more room for the same
+        from workbench.ui.plots.style import plot_min
+
+        # Beside the chart when both fit: the what-if at its width (growing with its type) and
+        # the chart at its least width.
+        wide = width >= SIDE_MAX_PX * scale + plot_min()[0] + SIDE_MARGIN_PX
+        short = height < SHORT_PX * scale
         if short != self.short:
             self.short = short
             if self._summary is not None:
@@ -435,13 +446,13 @@ class QuadrantPanel(Panel):
         if not self._whatif_chosen:
             self.whatif_toggle.setChecked(wide or not short)
         if not self._legend_chosen:
-            self.legend_toggle.setChecked(height >= LEGEND_PX)
+            self.legend_toggle.setChecked(height >= LEGEND_PX * scale)
         for label in (self.run_label, self.round_label):  # the drop-downs' items say what they are
             label.setVisible(width >= 600)
         orientation = Qt.Orientation.Horizontal if wide else Qt.Orientation.Vertical
         if self.splitter.orientation() != orientation:
             self.splitter.setOrientation(orientation)
-        self.side.setMaximumWidth(SIDE_MAX_PX if wide else 16_777_215)
+        self.side.setMaximumWidth(int(SIDE_MAX_PX * scale) if wide else 16_777_215)
         self.side.setMaximumHeight(16_777_215 if wide else max(height // 2, 200))
 
     def _on_whatif_toggled(self, shown: bool) -> None:
@@ -451,14 +462,17 @@ class QuadrantPanel(Panel):
         self._whatif_chosen = True
 
     def _on_legend_toggled(self, shown: bool) -> None:
-        self.legend.setVisible(shown)
+        self._legend_box.setVisible(shown)
 
     def _on_legend_clicked(self, _checked: bool) -> None:
         self._legend_chosen = True
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().showEvent(event)
-        if self.data is not None and self.result is not None and self._plot() is None:
+        # Not drawn yet, or its chart made again while hidden (a new theme or type size; the
+        # warm-up makes it ahead of its points): drawn now.
+        plot = self._plot() if self.data is not None and self.result is not None else False
+        if plot is not False and (plot is None or self.stack.currentWidget() is not plot):
             self._draw()
 
     def changeEvent(self, event) -> None:  # noqa: N802 (Qt API)

@@ -22,7 +22,7 @@ import html
 from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QSize, Qt, QTimer
-from PySide6.QtWidgets import QDockWidget, QSplitter, QWidget
+from PySide6.QtWidgets import QSplitter, QWidget
 
 from workbench.core.project.changes import Changes
 from workbench.core.project.records import Facets, RecordFilter
@@ -55,8 +55,6 @@ INDEX_AFTER = 2_000  # rows added since the index was last brought up to date be
 SIDE_BY_SIDE_PX = 720
 SIDE_BY_SIDE_ASPECT = 0.8  # side by side only when the width is at least this share of the height
 SHORT_PX = 460  # a dock shorter than this folds the filters (unless the user chose) and hides the summary
-LIST_MIN = QSize(200, 96)  # the list and the detail never ask for more than this: a dock never scrolls
-DETAIL_MIN = QSize(260, 150)
 
 
 @dataclass(frozen=True)
@@ -99,6 +97,7 @@ class TraceInspectorPanel(Panel):
         self.list = PagedTable(COLUMNS, model.reads, row_key=lambda row: (row["_kind"], row["id"]),
                                placeholder="Search claims, reasoning and raw replies…", name="read record list",
                                parent=self)
+        self.list.setObjectName("inspectorList")  # (the tour points at it)
         self.list.model.decorate = _decorate
         self.calls = self.list  # the list's earlier name (bench/gui_refresh.py waits for its first rows)
         self.list.view.selectionModel().selectionChanged.connect(self._on_selection_changed)
@@ -122,8 +121,7 @@ class TraceInspectorPanel(Panel):
         self.split.addWidget(self.detail)
         self.split.setStretchFactor(0, 2)
         self.split.setStretchFactor(1, 3)
-        self.list.setMinimumSize(LIST_MIN)
-        self.detail.setMinimumSize(DETAIL_MIN)
+        # (No minimum below theirs: the list keeps its rows, the detail its tabs; a shorter dock scrolls.)
         self._layout.addWidget(self.split, 1)
         self.filter_bar.hide()
         self.split.hide()
@@ -361,7 +359,11 @@ class TraceInspectorPanel(Panel):
     def _set_compare_runs(self, d) -> None:
         run = (d.run or {}).get("id")
         protocol = (d.run or {}).get("protocol")
-        candidates = [(rid, label) for rid, label, p in self.facets.runs if p == protocol and rid != run]
+        from workbench.ui.widgets.run_names import run_titles
+
+        # Named as every list names a run (label, protocol, status, start time); the id in the tooltip.
+        others = [r for r in self.facets.run_rows if r.protocol == protocol and r.id != run]
+        candidates = list(zip((r.id for r in others), run_titles(others)))
         self.compare.set_runs(run, candidates)
 
     def _on_runs_requested(self, run_a: str, run_b: str) -> None:
@@ -382,17 +384,11 @@ class TraceInspectorPanel(Panel):
 
     # ----- "Open in Trace Inspector" ----------------------------------------------------------------
     def reveal(self, ref: RecordRef) -> None:
-        """Show ``ref``'s record: its detail at once, its row selected once the list has it (and
-        this panel's dock shown and raised, so a link from another panel lands in view)."""
+        """Show ``ref``'s record: its detail at once, its row selected once the list has it (the
+        window brings this panel in front, in the workspace that shows it: MainWindow.show_panel)."""
         reading = self._reading
         if reading is None:
             return
-        dock = self.parentWidget()
-        while dock is not None and not isinstance(dock, QDockWidget):
-            dock = dock.parentWidget()
-        if dock is not None:
-            dock.show()
-            dock.raise_()
         filters, text = self.filters, self.list.filter.text().strip()
 
         def read(_cancel):
@@ -481,18 +477,20 @@ class TraceInspectorPanel(Panel):
         width, height = size.width(), size.height()
         if width <= 0 or height <= 0:
             return
-        short = height < SHORT_PX
+        scale = theme.type_scale()  # larger type (zoom, presenter mode) needs more room for the same
+        short = height < SHORT_PX * scale
         if short != self.short:
             self.short = short
             if self._summary is not None:
                 self._summary.setVisible(not short)
             self.filter_bar.fold(short)
-        wide = width >= SIDE_BY_SIDE_PX and width >= SIDE_BY_SIDE_ASPECT * height
+        wide = width >= SIDE_BY_SIDE_PX * scale and width >= SIDE_BY_SIDE_ASPECT * height
         want = Qt.Orientation.Horizontal if wide else Qt.Orientation.Vertical
         if self.split.orientation() != want:
             self.split.setOrientation(want)
             total = max(width if wide else self.split.height(), 1)
-            self.split.setSizes([total * 2 // 5, total - total * 2 // 5])
+            share = 1 / 2 if wide else 2 / 5  # side by side (the Audit workspace), the list's columns need room
+            self.split.setSizes([int(total * share), total - int(total * share)])
 
 
 class _RecordSource:

@@ -27,8 +27,8 @@ from PySide6.QtWidgets import QToolTip
 from workbench.ui import theme
 from workbench.ui.plots.convergence_plot import ConvergenceChart, DistributionChart
 from workbench.ui.plots.roc_plot import RocChart
-from workbench.ui.plots.style import (ROLE_SYMBOLS, background, foreground, html, muted, pen, pg, role_colour,
-                                      style_plot, text_item, with_alpha)
+from workbench.ui.plots.style import (ROLE_SYMBOLS, background, foreground, html, muted, pen, pg,
+                                      plot_min, role_colour, style_plot, text_item, with_alpha)
 
 pyqtgraph = pg()
 
@@ -313,6 +313,7 @@ class RunDriftFigure(pyqtgraph.GraphicsLayoutWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("RunDriftFigure")
+        self.setMinimumSize(*plot_min())  # (made again when the type size changes)
         self.setBackground(background())
         self._hover: int | None = None
         self.scene().sigMouseMoved.connect(self._on_mouse_moved)
@@ -328,6 +329,8 @@ class RunDriftFigure(pyqtgraph.GraphicsLayoutWidget):
         """One row of three charts, or (narrow) the slope chart over the other two, so that no
         chart is pushed out of view: the charts' titles and axes give the row a minimum width."""
         self.stacked = stacked
+        # Stacked, two rows of charts: each row keeps a readable height.
+        self.setMinimumHeight(int(plot_min()[1] * 1.6) if stacked else plot_min()[1])
         for plot in (self.slope.plot, self.delta.plot, self.convergence.plot):
             self.ci.removeItem(plot)
         layout = self.ci.layout
@@ -357,7 +360,7 @@ class RunDriftFigure(pyqtgraph.GraphicsLayoutWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
         # pyqtgraph calls this with None while it builds the view, before the charts exist.
         if event is not None and hasattr(self, "convergence"):
-            stacked = event.size().width() < STACK_BELOW_PX
+            stacked = event.size().width() < STACK_BELOW_PX * max(theme.type_scale(), 1.0)  # larger type, wider
             if stacked != self.stacked:
                 self._lay_out(stacked)
         super().resizeEvent(event)
@@ -397,6 +400,7 @@ class BatchFigure(pyqtgraph.GraphicsLayoutWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("BatchFigure")
+        self.setMinimumSize(*plot_min())  # (made again when the type size changes)
         self.setBackground(background())
         self.distribution = DistributionChart(self.addPlot(row=0, col=0))
         self.roc = RocChart(self.addPlot(row=0, col=1))

@@ -7,13 +7,13 @@ Every plot exports all three (UI.md: "Every plot exports PNG and SVG"). Paths co
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtWidgets import QMenu, QToolButton, QWidget
 
+from workbench.core.safe_output import write_csv as write_safe_csv  # labels are untrusted: no live formulas
 from workbench.ui.plots.style import pg
 
 PNG_WIDTH = 1600  # pixels: sharp on a projector and in a paper
@@ -82,10 +82,8 @@ def _closepaths_as_lines(node) -> None:
 def write_csv(path: Path | str, header: Sequence[str], rows: Iterable[Sequence[object]]) -> Path:
     """The points as CSV (UTF-8, a header line; None written as an empty cell)."""
     with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(header)
-        for row in rows:
-            writer.writerow(["" if v is None else (f"{v:.12g}" if isinstance(v, float) else v) for v in row])
+        write_safe_csv(fh, header, (["" if v is None else (f"{v:.12g}" if isinstance(v, float) else v) for v in row]
+                                    for row in rows))
     return Path(path)
 
 

@@ -23,7 +23,9 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QFontMetrics, QPainterPath, QPen, QTransform
 from PySide6.QtWidgets import QApplication, QGraphicsRectItem, QToolTip
 
+from workbench.ui import theme
 from workbench.ui.plots.style import (
+    plot_min,
     TIER_LABELS,
     foreground,
     html,
@@ -35,6 +37,7 @@ from workbench.ui.plots.style import (
     style_plot,
     tier_colour,
     tier_style,
+    type_font,
     with_alpha,
     zoom,
 )
@@ -55,6 +58,12 @@ LABEL_BAND_PX = 20.0  # one line of a region's label, with a little air
 COUNT_ROOM_PX = 26.0  # "×12" beside a group at the right edge
 SHORT_LABELS = {"positive_consensus": "pos. consensus", "positive_polar": "pos. polar",
                 "negative_polar": "neg. polar", "negative_consensus": "neg. consensus"}
+
+
+def _label_pt() -> str:
+    """The regions' labels at the body's size (times the window's type scale: zoom, presenter
+    mode, in style.html); their fit in a region is measured in the same font (style.type_font)."""
+    return f"{theme.base_point_size():g}pt"
 
 
 @dataclass
@@ -136,6 +145,7 @@ class TierScatterPlot(pyqtgraph.PlotWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName(type(self).__name__)
+        self.setMinimumSize(*plot_min())  # (made again when the type size changes)
         self.describe = lambda row: ""  # the hover text of a row (set by the panel)
         style_plot(self)
         item = self.getPlotItem()
@@ -215,7 +225,7 @@ class TierScatterPlot(pyqtgraph.PlotWidget):
             rect.setBrush(region_brush(r["tier"]))
             rect.show()
             label.setAnchor(r.get("anchor", (0, 0)))
-            label.setHtml(html(r["text"], region_text_colour(r["tier"]), bold=True))
+            label.setHtml(html(r["text"], region_text_colour(r["tier"]), bold=True, size=_label_pt()))
             label.setPos(*r["at"])
             label.show()
 
@@ -442,7 +452,7 @@ class QuadrantPlot(TierScatterPlot):
         (x0, x1), (y0, y1) = self.view_range()
         vb = self.getPlotItem().getViewBox()
         pw, ph = (x1 - x0) / max(vb.width(), 1.0), (y1 - y0) / max(vb.height(), 1.0)
-        font = QFont(QApplication.font())
+        font = QFont(type_font() or QApplication.font())
         font.setBold(True)
         metrics = QFontMetrics(font)
         theta = self.theta_x.value()
@@ -453,7 +463,7 @@ class QuadrantPlot(TierScatterPlot):
                 text = region.get("short", text)
             if getattr(label, "shown_text", None) != text:
                 label.shown_text = text
-                label.setHtml(html(text, region_text_colour(region["tier"]), bold=True))
+                label.setHtml(html(text, region_text_colour(region["tier"]), bold=True, size=_label_pt()))
             label.setAnchor((1 if right else 0, 0 if top else 1))
             label.setPos(x1 - 4 * pw if right else x0 + 4 * pw, y1 - 2 * ph if top else y0 + 2 * ph)
 

@@ -36,6 +36,11 @@ KIND_GLYPHS = {"accelerator": "★", "mitigator": "◆"}
 ROLE_COLOURS = {"light": {"alpha": "#1f5fa8", "beta": "#7b3fa0", "gamma": "#00766c", "silent": "#5f5f5f"},
                 "dark": {"alpha": "#7fb3f0", "beta": "#c49be0", "gamma": "#4fd1c0", "silent": "#b4b4b4"}}
 ROLE_SYMBOLS = {"alpha": "o", "beta": "s", "gamma": "t1", "silent": "star"}
+# A chart's smallest size (UI.md: at least 300 px of height at 1280×720, 240 at 150 %): a dock with
+# less room scrolls its panel rather than draw a chart nobody can read. Larger type (zoom,
+# presenter mode) takes more of it for titles, ticks and labels: see plot_min().
+PLOT_MIN = (400, 300)
+PLOT_TEXT_ROWS = 4  # the lines of text a chart's height holds beside its data (title, ticks, axis title)
 
 
 @cache
@@ -130,8 +135,7 @@ def style_plot(widget: Any, *, left: str = "", bottom: str = "") -> None:
     if hasattr(widget, "setBackground"):
         widget.setBackground(background())
     fg = foreground()
-    app = QApplication.instance()
-    font = app.font() if app is not None else None
+    font = type_font()
     for name in ("left", "bottom", "right", "top"):
         axis = item.getAxis(name)
         axis.setPen(pen(muted()))
@@ -149,8 +153,9 @@ def style_plot(widget: Any, *, left: str = "", bottom: str = "") -> None:
 
 
 def zoom() -> float:
-    """The window's zoom (markers scale with it, as the fonts do)."""
-    return theme.current_zoom()
+    """The window's type scale: its zoom, times presenter mode's (markers scale with it, as the
+    fonts do)."""
+    return theme.type_scale()
 
 
 def legend_html(extra: str = "") -> str:
@@ -163,6 +168,27 @@ def legend_html(extra: str = "") -> str:
     parts.append(f'<span style="color:{green}">{KIND_GLYPHS["mitigator"]}</span> mitigator')
     parts.append("hollow: a cluster cast no vote (∅)")
     return " &nbsp; ".join(parts) + (f" &nbsp; {extra}" if extra else "")
+
+
+def plot_min() -> tuple[int, int]:
+    """A chart's smallest size at the window's type scale: PLOT_MIN, and the room its larger
+    text takes on top (the data area keeps its size)."""
+    line = 14  # a line of text at the normal size, in pixels (about)
+    grow = max(theme.type_scale() - 1.0, 0.0) * line
+    return PLOT_MIN[0] + int(PLOT_TEXT_ROWS * grow), PLOT_MIN[1] + int(PLOT_TEXT_ROWS * grow)
+
+
+def type_font():
+    """The application font at the window's type scale (presenter mode's larger type included)."""
+    from PySide6.QtGui import QFont
+
+    app = QApplication.instance()
+    if app is None:
+        return None
+    font = QFont(app.font())
+    if theme.presenter_scale() != 1.0:
+        font.setPointSizeF(font.pointSizeF() * theme.presenter_scale())
+    return font
 
 
 def title(plot: Any, text: str) -> None:
@@ -183,6 +209,6 @@ def html(text: str, colour: QColor | None = None, bold: bool = False, size: str 
     c = (colour or foreground()).name()
     weight = "font-weight:600;" if bold else ""
     if size.endswith("pt"):
-        size = f"{float(size[:-2]) * theme.current_zoom():.1f}pt"
+        size = f"{float(size[:-2]) * theme.type_scale():.1f}pt"
     fs = f"font-size:{size};" if size else ""
     return f'<span style="color:{c};{weight}{fs}">{text}</span>'

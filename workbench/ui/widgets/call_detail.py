@@ -65,7 +65,7 @@ def summary_html(d) -> str:
     if d.cached:
         bits.append("cached")
     where = " · ".join(x for x in (d.provider, d.model) if x)
-    return " · ".join(bits) + (f"<br><span style='color:{GREY}'>#{d.id} · {escape_html(d.step_key)}"
+    return " · ".join(bits) + (f"<br><span style='color:{GREY}'>record {d.id} · {escape_html(d.step_key)}"
                                 f"{' · ' + escape_html(where) if where else ''}"
                                 f"{' · ' + escape_html(d.round_kind) if d.round_kind else ''}</span>")
 

@@ -57,9 +57,7 @@ class ClusterEditor(QWidget):
         self.name.setObjectName("clusterName")
         self.theta = QLineEdit(self)
         self.theta.setObjectName("clusterTheta")
-        self.theta.setPlaceholderText("global")
-        self.theta.setToolTip("The share of this cluster's votes an artifact needs for the cluster to approve it, "
-                              "in (0, 1]. Empty: the run's global theta.")
+        self.set_project_theta(None)
         self.weight = QLineEdit(self)
         self.weight.setObjectName("clusterWeight")
         self.weight.setToolTip("This cluster's weight in a weighted resonance ratio (a positive number; used when "
@@ -94,6 +92,13 @@ class ClusterEditor(QWidget):
         layout.addLayout(form)
         layout.addWidget(self.messages["agents"])
         layout.addStretch(1)
+
+    def set_project_theta(self, theta: object) -> None:
+        """The project's θ, which an empty θ here means (set beside τ in the panel's settings)."""
+        value = _fmt(theta) if isinstance(theta, (int, float)) else "θ"
+        self.theta.setPlaceholderText(f"the project's: {value}")
+        self.theta.setToolTip("The share of this cluster's votes an artifact needs for the cluster to approve it, "
+                              f"in (0, 1]. Empty: the project's θ ({value}), set above the clusters.")
 
     # ----- loading -------------------------------------------------------------------------
     def load(self, cluster: dict | None, agents: int = 0, *, keep_typing: bool = False) -> None:

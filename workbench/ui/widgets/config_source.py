@@ -66,7 +66,9 @@ class ConfigSource(QObject):
         return self._reader.loading
 
     def unchanged(self, doc: dict) -> bool:
-        return self.config_id is not None and doc == self._loaded
+        """The document is the saved configuration as loaded (the project's tau, theta and
+        weighting aside: they follow the project's settings, wherever those are edited)."""
+        return self.config_id is not None and _own(doc) == _own(self._loaded)
 
     def opened(self) -> None:
         self.config_id, self._loaded = None, None
@@ -74,6 +76,7 @@ class ConfigSource(QObject):
     def clear(self) -> None:
         self._reader.cancel()
         self.config_id, self._loaded = None, None
+        self.panel.editor.set_origin(False)
         self.panel.editor.set_document({}, validate=False)
 
     # ----- loading ---------------------------------------------------------------------------
@@ -92,13 +95,17 @@ class ConfigSource(QObject):
 
         def show(doc: dict) -> None:
             self.config_id, self._loaded = config_id, doc
+            self.panel.editor.follows_project = True  # a saved configuration is the project's
             self.panel.editor.set_document(doc)
             self.panel._sync_combo()
 
         self._read(read, show)
 
-    def _new(self, doc: dict) -> None:
+    def _new(self, doc: dict, *, project: bool = False) -> None:
+        """``project``: made from the project (its clusters), so it follows the project's tau,
+        theta and weighting; a template or a file keeps its own."""
         self.config_id, self._loaded = None, None
+        self.panel.editor.follows_project = project
         self.panel.editor.set_document(doc)
         self.panel.tabs.setCurrentWidget(self.panel.editor)
 
@@ -112,7 +119,7 @@ class ConfigSource(QObject):
             return panel_config(store, protocol, label=f"New {protocol.upper()} run", query="",
                                 seed=random.SystemRandom().randrange(2 ** 31))
 
-        self._read(read, self._new)
+        self._read(read, lambda doc: self._new(doc, project=True))
 
     def fill_new_menu(self, menu: QMenu) -> None:
         menu.clear()
@@ -145,6 +152,7 @@ class ConfigSource(QObject):
         def done(_changes) -> None:
             if "id" in saved:  # the combo shows it once the change is read
                 self.config_id, self._loaded = saved["id"], doc
+                editor.set_origin(True)  # saved in the project: the project's tau, theta and weighting apply
                 self.panel._sync_combo()
 
         model.write(f"save configuration {name}", write, done)
@@ -191,3 +199,12 @@ class ConfigSource(QObject):
     def _start_dir(self) -> str:
         store = self.panel.model.store
         return str(store.path.parent) if store is not None else ""
+
+
+def _own(doc: dict | None) -> dict | None:
+    """``doc`` without the keys the project's settings set (an RCP document's tau, theta, weighted)."""
+    from workbench.ui.widgets.run_config_editor import PROJECT_KEYS
+
+    if not isinstance(doc, dict) or doc.get("protocol", "rcp") != "rcp":
+        return doc
+    return {k: v for k, v in doc.items() if k not in PROJECT_KEYS}

@@ -1,11 +1,13 @@
-"""The one non-blocking message area under the menu, and the session's message history.
+"""The one non-blocking message area, laid over the window's bottom right corner, and the
+session's message history.
 
 Errors and warnings never open a modal dialog (a dialog blocks the user and hangs headless
 tests). Each message has a "Details" disclosure for the raw error, and a close button.
 
-The area never changes the window's size: it shows the newest messages first in a scroll area
-of bounded height (about three one-line messages), so a burst of notices scrolls inside it
-instead of pushing the docks, and the window, taller. Every notice of the session, dismissed or
+The area never changes the window's size nor moves a dock: it lies over the docks
+(:class:`NoticeOverlay`) and shows the newest messages first in a scroll area of bounded height
+(about three one-line messages), so a burst of notices scrolls inside it. Info messages leave by
+themselves after a while; warnings and errors stay until dismissed. Every notice of the session, dismissed or
 not, stays in :attr:`NoticeArea.history`, which the Message History window lists with its time,
 level and details.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from PySide6.QtCore import QEvent, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QScrollArea,
                                QSplitter, QToolButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
@@ -105,6 +107,7 @@ class NoticeArea(QFrame):
     history_requested = Signal()
     MAX_MESSAGES = 5  # on screen; the history keeps them all
     VISIBLE_ROWS = 3  # one-line messages shown before the area scrolls
+    INFO_LIFETIME_MS = 12_000  # an info message's time on screen (0: until dismissed)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -179,7 +182,9 @@ class NoticeArea(QFrame):
             self.banner.deleteLater()
             self.banner = None
         if level:
-            self.banner = Notice(level, text, closable=False, parent=self._list)
+            # Dismissable: it lies over the panels (the title and status bar keep "[read-only]").
+            self.banner = Notice(level, text, parent=self._list)
+            self.banner.dismissed.connect(lambda _n: self.set_banner(None))
             self._layout.insertWidget(0, self.banner)
             self._remember(NoticeRecord(level, text, kind="banner"))
         self._changed()
@@ -194,6 +199,7 @@ class NoticeArea(QFrame):
         self._remember(NoticeRecord(notice.level, text, details))
         self.scroll.verticalScrollBar().setValue(0)
         self._changed()
+        self._expire_later(notice)
         return notice
 
     def clear_messages(self) -> None:
@@ -216,6 +222,62 @@ class NoticeArea(QFrame):
         self.clear_button.setVisible(bool(self.messages))
         self.updateGeometry()
         self.emptied.emit(self.banner is None and not self.messages)
+
+    def _expire_later(self, notice: Notice) -> None:
+        """An info message leaves the area by itself (it stays in the history): an overlay of
+        past "run completed" lines would cover the panels run after run."""
+        if self.INFO_LIFETIME_MS > 0 and notice.level == "info":
+            timer = QTimer(notice)  # dies with the notice: nothing fires for a dismissed one
+            timer.setSingleShot(True)
+            timer.timeout.connect(lambda: self._dismiss(notice))
+            timer.start(self.INFO_LIFETIME_MS)
+
+
+class NoticeOverlay(QFrame):
+    """The message area laid over the window's bottom right corner, above the status bar, as a
+    toast: it never takes room from the docks, so a notice arriving or dismissed moves no dock
+    and costs no relayout of the window (the relayout was a live run's longest stall).
+    ``room()`` gives the part of the window it may cover (the docks' part)."""
+
+    MARGIN = 8
+    MAX_WIDTH = 640
+
+    def __init__(self, area: NoticeArea, window: QWidget, room):
+        super().__init__(window)
+        self.setObjectName("noticeOverlay")
+        self.area, self._room = area, room
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setAutoFillBackground(True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(1, 1, 1, 1)
+        layout.addWidget(area)
+        window.installEventFilter(self)
+        self.hide()
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt API)
+        if event.type() in (QEvent.Type.Resize, QEvent.Type.LayoutRequest) and self.isVisible():
+            self.place()
+        return False
+
+    def changeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange and self.isVisible():
+            self.place()
+
+    def show_if(self, shown: bool) -> None:
+        self.setVisible(shown)
+        if shown:
+            self.place()
+            self.raise_()
+
+    def place(self) -> None:
+        """In the room's bottom right corner, as tall as its messages (the area caps it)."""
+        room = self._room()
+        width = max(min(self.MAX_WIDTH, int(room.width() * 0.6)), min(320, room.width()))
+        self.area.setFixedWidth(width - 2)  # the messages wrap at this width: their height follows
+        height = min(self.area.sizeHint().height(), self.area.max_height()) + 2
+        self.setGeometry(room.right() + 1 - width - self.MARGIN, room.bottom() + 1 - height - self.MARGIN,
+                         width, height)
 
 
 class MessageHistoryWindow(QWidget):

@@ -192,6 +192,12 @@ class ProvidersView(QWidget):
         if provider is None or self.testing:
             return
         record = {k: v for k, v in provider.items() if k != "options_json"}
+        from workbench.services.llm.probe import missing_credentials
+
+        problem = missing_credentials(record, keyring=False)  # no key: said at once, nothing imported or sent
+        if problem is not None:
+            self.result.show_message("error", f"{record['name']}: {problem}")
+            return
         self.testing = True
         self._update_buttons()
         self.result.show_message("warning", f"Testing {provider['name']}…")

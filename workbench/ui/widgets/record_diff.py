@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QEvent, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QTabWidget, QTextBrowser, QVBoxLayout, QWidget
 
 from workbench.core.text_diff import DELETE, INSERT, list_diff, word_diff
@@ -223,7 +223,8 @@ class CompareView(QTabWidget):
         self.other.clear()
         self.other.addItem("Choose run B…", None)
         for rid, label in candidates:
-            self.other.addItem(f"{label} · {rid}" if label else rid, rid)
+            self.other.addItem(label or rid, rid)
+            self.other.setItemData(self.other.count() - 1, rid, Qt.ItemDataRole.ToolTipRole)
         self._runs = None
         self.runs.setHtml("<i>Choose a run to set beside this one.</i>" if candidates and run_id
                           else "<i>No other run of this protocol to compare with.</i>")

@@ -140,8 +140,15 @@ class FilterBar(QWidget):
         counts = counts or {}
         self._set_items("kind", [(f"{KIND_LABELS[k]} ({counts[k]:,})" if k in counts else KIND_LABELS[k], k)
                                  for k in KINDS])
-        self._set_items("run", [(f"{label or rid} · {protocol}", rid) for rid, label, protocol in facets.runs],
-                        tips=[rid for rid, _, _ in facets.runs])
+        from workbench.ui.widgets.run_names import run_titles, run_tooltip
+
+        # By label, protocol, status and start time, as every list names a run (the id in the tooltip).
+        if facets.run_rows:
+            self._set_items("run", list(zip(run_titles(facets.run_rows), (r.id for r in facets.run_rows))),
+                            tips=[run_tooltip(r) for r in facets.run_rows])
+        else:
+            self._set_items("run", [(f"{label or rid} · {protocol}", rid) for rid, label, protocol in facets.runs],
+                            tips=[rid for rid, _, _ in facets.runs])
         self._set_items("batch", [(name or bid, bid) for bid, name in facets.batches])
         self._set_items("protocol", [(p, p) for p in facets.protocols])
         self._set_items("agent", [(a, a) for a in facets.agents])

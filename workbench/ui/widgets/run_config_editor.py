@@ -28,6 +28,7 @@ from workbench.ui.widgets.manual_prompt import escape_html
 PROTOCOL_NAMES = (("rcp", "RCP (resonant consensus)"), ("arm", "ARM (mesh)"),
                   ("findings", "Consensus Server findings"), ("cons", "CONS"))
 # The keys each protocol owns at the top level of a document (dropped when the protocol changes).
+PROJECT_KEYS = ("tau", "theta", "weighted")  # RCP's keys the project's settings set (Clusters & Agents)
 PROTOCOL_KEYS = {"rcp": ("theta", "tau", "weighted", "ballot_mode", "refinement_rounds"),
                  "findings": ("threshold", "findings", "findings_from_run", "findings_tiers"),
                  "cons": ("question_id", "options", "consensus_threshold", "count_threshold", "min_voters",
@@ -36,6 +37,8 @@ PROTOCOL_KEYS = {"rcp": ("theta", "tau", "weighted", "ballot_mode", "refinement_
 SEED_BITS = 31  # "New seed": a random 31-bit whole number
 OK_COLOUR, BAD_COLOUR, WARN_COLOUR = "#2e7d32", "#b3261e", "#b26a00"
 INVALID_STYLE = "border: 1px solid #b3261e;"
+EMPTY_TEXT = ("No configuration yet. Start here: <b>New ▸</b> a template (a ready-made run on the simulated "
+              "panel), or the project's own clusters; or open a JSON or YAML file from <b>Save ▸</b>.")
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class Check:
     field: str = ""
     runs: int = 0
     warnings: list[str] = dc_field(default_factory=list)
+    simulated: bool = False  # every agent answers through the simulated panel (a room's pace applies)
 
 
 def check_document(doc: object) -> Check:
@@ -80,7 +84,7 @@ def check_document(doc: object) -> Check:
             warnings = []
     sim = " on the simulated panel (SIM)" if cfg.simulated else ""
     return Check(True, f"Valid: {cfg.protocol.upper()}, {len(cfg.agents)} agent(s), seed {cfg.seed}, "
-                       f"{text}{sim}", runs=runs, warnings=warnings)
+                       f"{text}{sim}", runs=runs, warnings=warnings, simulated=cfg.simulated)
 
 
 def findings_text(findings: list) -> str:
@@ -175,6 +179,10 @@ class RunConfigEditor(QWidget):
         self._loading = False
         self.check: Check | None = None
         self.pending = False  # a validation is due or running
+        # tau, theta and weighting live in one place, the project's settings (Clusters & Agents):
+        # a document of the project follows them; a file or template keeps its own (and says so).
+        self.project_settings: dict | None = None
+        self.follows_project = False
         self._reader = None
         if reads is not None:
             from workbench.services.reads import Reader
@@ -291,6 +299,11 @@ class RunConfigEditor(QWidget):
 
         rcp = QWidget()
         form = _form(rcp)
+        self.settings_note = QLabel(rcp)
+        self.settings_note.setObjectName("projectSettingsNote")
+        self.settings_note.setWordWrap(True)
+        self.settings_note.setTextFormat(Qt.TextFormat.PlainText)
+        form.addRow(self.settings_note)
         self._field(form, "Theta", ("theta",), _double(0, 1))
         self._field(form, "Tau", ("tau",), _double(0, 1))
         self._field(form, "Weighted clusters", ("weighted",), QCheckBox())
@@ -382,9 +395,19 @@ class RunConfigEditor(QWidget):
     def set_document(self, doc: dict, *, validate: bool = True) -> None:
         """Show ``doc`` (a SPEC §6 document, a batch's too); the form adds no key to it."""
         self._doc = copy.deepcopy(doc) if isinstance(doc, dict) else {}
+        self._doc.update(self._project_values())  # the project's tau, theta, weighting, if it follows them
         self._stash, self._echo_stash, self._batch_stash = {}, None, None
         self._show(self._doc)
         self._show_json()
+        if not validate:  # the last document's check must not pass for this one's
+            self._timer.stop()
+            if self._reader is not None:
+                self._reader.cancel()
+            self.pending, self.check = False, None
+            from workbench.ui import theme
+
+            self.status.setText("" if self._doc else f"<span style='color:{theme.css('muted')}'>{EMPTY_TEXT}</span>")
+            self.changed.emit()
         if validate:  # at once, not after the typing pause: a read is then always under way
             self.pending = True
             self.changed.emit()
@@ -443,8 +466,54 @@ class RunConfigEditor(QWidget):
             for path, w in self.fields.items():
                 if path[0] == "batch":
                     w.setEnabled(batch is not None)
+            self._show_settings_note()
         finally:
             self._loading = False
+
+    # ----- tau, theta and weighting: the project's ---------------------------------------------
+    def set_origin(self, follows_project: bool) -> None:
+        """Whether the document is the project's (a saved configuration, the project's clusters):
+        then the project's tau, theta and weighting apply, and their fields are read-only here."""
+        self.follows_project = follows_project
+        self.set_project_settings(self.project_settings)
+
+    def set_project_settings(self, settings: dict | None) -> None:
+        """The project's tau, theta and weighting (read with the panel): a document that follows
+        the project takes them at once (and is checked again)."""
+        self.project_settings = dict(settings) if settings else None
+        wanted = self._project_values()
+        if wanted and any(self._doc.get(k) != v for k, v in wanted.items()):
+            self._doc.update(wanted)
+            self._show(self._doc)
+            self._show_json()
+            self._changed()
+        else:
+            self._show_settings_note()
+
+    def _project_values(self) -> dict:
+        """The keys the project sets in this document (none unless it follows the project and is RCP)."""
+        if not (self.follows_project and self.project_settings and self._doc.get("protocol", "rcp") == "rcp"
+                and self._doc):
+            return {}
+        return {k: self.project_settings[k] for k in PROJECT_KEYS if k in self.project_settings}
+
+    def _show_settings_note(self) -> None:
+        follows = self.follows_project and self.project_settings is not None
+        for key in PROJECT_KEYS:
+            self.fields[(key,)].setEnabled(not follows)
+        settings = self.project_settings or {}
+        if follows:
+            self.settings_note.setText(f"τ {settings.get('tau', '?'):g}, θ {settings.get('theta', '?'):g}, "
+                                       f"{'weighted' if settings.get('weighted') else 'unweighted'}: the project's, "
+                                       "set in Clusters & Agents (one place for every run made in the project).")
+        else:
+            own = [f"{'τ' if k == 'tau' else 'θ' if k == 'theta' else k} {self._doc[k]}" for k in PROJECT_KEYS
+                   if k in self._doc and k in settings and self._doc[k] != settings[k]]
+            self.settings_note.setText(
+                f"This configuration sets its own {', '.join(own)}: its values win for its runs (the project's "
+                f"are τ {settings.get('tau'):g}, θ {settings.get('theta'):g}). Saved in the project, it takes "
+                "the project's." if own else "")
+        self.settings_note.setVisible(bool(self.settings_note.text()))
 
     def _show_providers(self, providers: dict) -> None:
         while self._concurrency.count():

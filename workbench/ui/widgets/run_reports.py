@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import threading
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from workbench.services.reads import Reader
 from workbench.ui.widgets.report_view import ReportView
-
-PROTOCOLS = {"rcp": "RCP", "arm": "ARM", "findings": "Consensus Server", "cons": "CONS"}
-
 
 class RunReports(QWidget):
     def __init__(self, model, parent: QWidget | None = None):
@@ -65,10 +63,12 @@ class RunReports(QWidget):
         chosen = self.runs.currentData()
         self.runs.blockSignals(True)
         self.runs.clear()
-        for row in rows:
-            sim = " · simulated" if row.simulated else ""
-            label = f" · {row.label}" if row.label else ""
-            self.runs.addItem(f"{PROTOCOLS.get(row.protocol, row.protocol)}{label} · {row.status}{sim} · {row.id}", row.id)
+        from workbench.ui.widgets.run_names import run_titles, run_tooltip
+
+        # By label, protocol, status and start time, as every list names a run.
+        for row, title in zip(rows, run_titles(rows)):
+            self.runs.addItem(title, row.id)
+            self.runs.setItemData(self.runs.count() - 1, run_tooltip(row), Qt.ItemDataRole.ToolTipRole)
         self.runs.blockSignals(False)
         index = self.runs.findData(chosen) if chosen is not None else -1
         self.runs.setCurrentIndex(index if index >= 0 else (0 if rows else -1))

@@ -11,12 +11,14 @@ from PySide6.QtGui import QAbstractTextDocumentLayout, QBrush, QColor, QFont, QP
 from PySide6.QtWidgets import QLabel, QToolTip, QWidget
 
 from workbench.ui.widgets.manual_prompt import ACCENT, escape_html
+from workbench.ui.widgets.run_names import STATUS_GLYPHS, run_title, run_tooltip
 from workbench.ui.widgets.run_timeline import AMBER, BLUE, GREY, RED, tone
 
 # status -> (glyph, colour; "" for neutral). UI.md: completed ✓ neutral; degraded ⚠ amber;
 # stopped_at_cap ⏸ amber; interrupted ↻ grey; failed ✖ red outline; running: a spinner.
-RUN_STATUS = {"completed": ("✓", ""), "degraded": ("⚠", AMBER), "stopped_at_cap": ("⏸", AMBER),
-              "interrupted": ("↻", GREY), "failed": ("✖", RED), "running": ("◐", BLUE)}
+_COLOURS = {"completed": "", "degraded": AMBER, "stopped_at_cap": AMBER, "interrupted": GREY, "failed": RED,
+            "running": BLUE}
+RUN_STATUS = {status: (STATUS_GLYPHS[status], colour) for status, colour in _COLOURS.items()}
 SPINNER = "◐◓◑◒"
 QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's QWIDGETSIZE_MAX: no maximum
 SIM_BADGE = "#6b4fbb"
@@ -160,7 +162,8 @@ def run_row(r, counts, batch_id: str | None = None) -> dict:  # r: a RunListRow;
     glyph = RUN_STATUS.get(r.status, ("?", ""))[0]
     calls, failed, invalid = (r.calls, r.failed, r.invalid) if counts is None else \
         (counts.calls, counts.failed, counts.invalid)
-    return {"id": r.id, "protocol": r.protocol, "label": r.label, "status": r.status, "simulated": r.simulated,
+    return {"id": r.id, "name": run_title(r, status=False, sim=False), "protocol": r.protocol, "label": r.label,
+            "status": r.status, "simulated": r.simulated, "replicate": getattr(r, "replicate", None),
             "started_at": r.started_at, "error": r.error, "calls": calls or 0, "failed": failed or 0,
             "invalid": invalid or 0, "status_text": f"{glyph} {r.status}", "sim": "SIM" if r.simulated else "",
             "started": local_time(r.started_at), "batch_id": batch_id}
@@ -197,8 +200,8 @@ def decorate_run(row: dict, key: str, role: int):
             return font
         if role == Qt.ItemDataRole.ToolTipRole and row.get("error"):
             return row["error"]
-    if key == "id" and role == Qt.ItemDataRole.ToolTipRole:  # the cell elides the id's middle
-        return f"{row['id']}, a run of batch {row['batch_id']}" if row.get("batch_id") else row["id"]
+    if key in ("id", "name") and role == Qt.ItemDataRole.ToolTipRole:  # the cell elides; the id, batch in full
+        return f"{run_title(row)}\n{run_tooltip(row)}"
     return None
 
 

@@ -20,7 +20,9 @@ from workbench.ui.widgets.manual_prompt import escape_html
 from workbench.ui.widgets.record_table import RecordTable
 
 # The round is last: the phase strip above the table names the rounds.
-CALL_COLUMNS = (("id", "#"), ("purpose", "Purpose"), ("agent_id", "Agent"), ("status_text", "Status"),
+# "#" is the call's number in its run, from 1 (the record's id, counted across the project, is
+# in the row's "id" and in the Trace Inspector).
+CALL_COLUMNS = (("n", "#"), ("purpose", "Purpose"), ("agent_id", "Agent"), ("status_text", "Status"),
                 ("latency", "Latency (ms)"), ("tokens", "Tokens"), ("cost", "Cost"), ("attempts", "Attempts"),
                 ("round", "Round"), ("reason", "Reason"))
 # A glyph with every status, so a status reads without colour too.
@@ -64,7 +66,8 @@ def call_row(c) -> dict:
     """A stored call (calls.LoggedCall) as a timeline row."""
     rnd = c.round_kind or (f"batch {c.round_idx}" if c.round_idx is not None else "")
     latency = round(c.latency_ms) if c.latency_ms is not None else None
-    return {"id": c.id, "step_key": c.step_key, "agent_id": c.agent_id, "purpose": c.purpose, "status": c.status,
+    return {"id": c.id, "n": getattr(c, "n", None), "step_key": c.step_key, "agent_id": c.agent_id,
+            "purpose": c.purpose, "status": c.status,
             "attempts": c.attempts, "simulated": c.simulated, "round": rnd, "round_idx": c.round_idx,
             "latency": latency, "tokens": c.tokens, "cost": cost_text(c.cost_usd, c.cost_source, c.model),
             "status_text": f"{CALL_STATUS.get(c.status, '?')} {c.status}", "reason": c.reason or ""}
@@ -76,7 +79,8 @@ def event_row(e, started: float) -> dict:
     before a retry (a 429 and its Retry-After) is "waiting" until ``_until``, then in flight again."""
     status = e.status if e.kind == "finished" else "waiting" if e.kind == "waiting" else "running"
     latency = round(e.latency_ms) if e.latency_ms is not None else None
-    return {"id": e.call_id, "step_key": e.key, "agent_id": e.agent, "purpose": e.purpose, "status": status,
+    return {"id": e.call_id, "n": getattr(e, "ordinal", None), "step_key": e.key, "agent_id": e.agent,
+            "purpose": e.purpose, "status": status,
             "attempts": e.attempts, "simulated": None, "round": e.phase or f"batch {e.round_idx}",
             "round_idx": e.round_idx, "latency": latency, "tokens": e.tokens,
             "cost": cost_text(e.cost_usd, "running" if status == "running" else e.cost_source, e.model),
@@ -93,6 +97,7 @@ class RunTimeline(QWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
+        self.setObjectName("runTimeline")  # (the tour points at it)
         self._stored: list[dict] = []
         self._live: dict[str, dict] = {}  # step_key -> row, for the run in progress
         self._live_run: str | None = None

@@ -618,11 +618,10 @@ class StoredTable(QTableWidget):
         muted = theme.colour("muted")
         for c in mine + [c for c in checks if c not in mine]:
             match = c.get("match")
-            rule = c.get("build_rule")
+            today = c.get("today")  # the trace's own version had an older rule than today's
             note = c.get("note") or ""
-            if rule:
-                note += f" · under the build's own rule: {_short(rule.get('recomputed'))} " \
-                        f"({'matches' if rule.get('match') else 'still differs'})"
+            if today:
+                note += f" · today's rule gives: {_short(today.get('value'))}"
             cells = [str(c.get("metric")), _short(c.get("stored")), _short(c.get("recomputed")),
                      difference(c.get("stored"), c.get("recomputed")), {True: "✓", False: "✗", None: "—"}[match]]
             self._rows.append(cells + [note])
@@ -771,7 +770,6 @@ class RecordDetailView(QWidget):
         self.compare_index = -1  # set by add_compare_tab
         self._audit_page = _scrolled(self.audit, self)
         self.tab_audit = self.tabs.addTab(self._audit_page, "Audit")
-        self.tabs.setMinimumHeight(self.tabs.tabBar().sizeHint().height() + 48)
         layout.addWidget(self.tabs, 1)
         self.sections: dict[str, Section] = {}
         self.show_detail(None)
@@ -807,10 +805,10 @@ class RecordDetailView(QWidget):
             s = (d.extras.get("arm") or {}).get("summary") or {}
             version = (d.extras.get("arm") or {}).get("generation") or ""
             self.stored_label.setText(
-                f"{s.get('stored_values', len(checks))} stored values ({version}): {s.get('matched', 0)} match, "
-                f"{s.get('mismatched', 0)} differ ({s.get('older_rule', 0)} explained by an older rule of the build "
-                f"that wrote the file), {s.get('not_recomputable', 0)} cannot be recomputed. The rows "
-                "about this trace come first, in bold.")
+                f"{s.get('stored_values', len(checks))} stored values ({version}): {s.get('matched', 0)} match "
+                f"under the rules of the file's own version ({s.get('older_rule', 0)} by an older rule than "
+                f"today's), {s.get('mismatched', 0)} differ, {s.get('not_recomputable', 0)} cannot be recomputed. "
+                "The rows about this trace come first, in bold.")
         self.audit.show_notes(d.notes, writable=writable)
         if same:  # the same record read again (an audit note was added): stay where the reader was
             bar = self.fields_scroll.verticalScrollBar()

@@ -10,9 +10,12 @@ Qt-free and pure. Import the names from here; the work is split over the package
   ``parse_run`` / ``run_to_upstream`` (every corpus file round-trips exactly);
 - :mod:`.metrics`: Jaccard and TF-IDF convergence, drift, bands, flags, verdicts;
 - :mod:`.gates`: self_check override, polarity gate, FAP, rotating silent baseline;
-- :mod:`.replies` / :mod:`.prompts`: reply parsing with ARM's repairs, prompts;
+- :mod:`.replies`: reply parsing with ARM's repairs; :mod:`.records`: a reply read once, and what a run stores;
+- :mod:`.steps` / ``prompts/*.j2`` / :mod:`.formats` / :mod:`.peers`: each call's step, its template,
+  its reply format and the compressed peer view it shows;
 - :mod:`.rounds`: the two-round run as a step generator;
-- :mod:`.stored` / :mod:`.report`: ``metrics_report`` (``rwb arm metrics``);
+- :mod:`.versions`: the rules by version, and which of them a file's build had (``detect_build``);
+- :mod:`.stored` / :mod:`.report`: ``metrics_report`` (``rwb arm metrics``), under the trace's own rules;
 - :mod:`.js`: the JavaScript-exact helpers (fdlibm log, JSON.stringify, toFixed).
 """
 
@@ -83,11 +86,12 @@ from workbench.core.protocols.arm.metrics import (
     verdict_of,
     verdict_transition,
 )
-from workbench.core.protocols.arm.prompts import compress_trace
+from workbench.core.protocols.arm.peers import compress_trace
 from workbench.core.protocols.arm.replies import parse_reply, repair_reply
 from workbench.core.protocols.arm.report import metrics_report, run_report
 from workbench.core.protocols.arm.rounds import ArmRunConfig, run_arm
 from workbench.core.protocols.arm.stored import stored_checks
+from workbench.core.protocols.arm.versions import RULES, ArmBuild, detect_build
 from workbench.core.protocols.arm.trace import (
     ArmRun,
     RunMeta,
@@ -119,8 +123,8 @@ __all__ = [
     # options, replies, prompts, rounds
     "ArmOptions", "ArmFrames", "ArmBudgets", "DEFAULTS", "FRAMES", "DISPATCH_MODES", "GAMMA_CONTEXTS",
     "parse_reply", "repair_reply", "compress_trace", "ArmRunConfig", "run_arm",
-    # report
-    "metrics_report", "run_report", "stored_checks",
+    # report, and the rules by version
+    "metrics_report", "run_report", "stored_checks", "RULES", "ArmBuild", "detect_build",
     # JS-exact helpers
     "export_integrity_hash", "fdlibm_log", "js_stringify", "js_words",
 ]

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from workbench.core.limits import MAX_ATTEMPTS, MAX_NAME_CHARS, MAX_TOKEN_BUDGET
 from workbench.core.protocols.arm.fields import SCHEMA_V12, SCHEMA_V13
 from workbench.core.protocols.arm.metrics import DRIFT_UP_THRESHOLD
+from workbench.core.protocols.shared.validation import NameCheck
 
 Role = Literal["alpha", "beta", "gamma"]
 Frame = Literal["deontological", "consequentialist", "independent"]
@@ -31,7 +32,7 @@ DISPATCH_MODES: tuple[str, ...] = get_args(Dispatch)
 GAMMA_CONTEXTS: tuple[str, ...] = get_args(GammaContext)
 SILENT_DRAWS: tuple[str, ...] = get_args(SilentDraw)
 ARM_DISPATCH: Dispatch = "sequential"  # ARM's own choice, to avoid rate-limit collisions
-ProviderName = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
+ProviderName = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS), NameCheck]
 Budget = Annotated[int, Field(ge=1, le=MAX_TOKEN_BUDGET)]
 
 

@@ -1,8 +1,9 @@
 """``metrics_report``: the SPEC §4 JSON for ``rwb arm metrics FILE``.
 
-Recomputes everything from the file's own traces with the rules of its schema version, reports
-the workbench's readings (bands, gate, unanimity, disagreement second opinion) and lists every
-stored value next to its recomputation (see :mod:`.arm_stored`).
+Recomputes everything from the file's own traces with the rules of its own version (``version``:
+which rules its build had, see :mod:`.versions`), reports the workbench's readings (bands, gate,
+unanimity, disagreement second opinion) and lists every stored value next to its recomputation
+(see :mod:`.stored`). ``notes`` says when the version is one the workbench does not know.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from workbench.core.protocols.arm.metrics import (
     shared_prior_warning,
     verdict_of,
 )
-from workbench.core.protocols.arm.stored import gate_in_build, stored_checks, unexplained
-from workbench.core.protocols.arm.trace import LEGACY, ArmRun, Trace, parse_run
+from workbench.core.protocols.arm.stored import stored_checks, unexplained
+from workbench.core.protocols.arm.trace import ArmRun, Trace, parse_run
+from workbench.core.protocols.arm.versions import POLARITY_GATE
 
 __all__ = ["metrics_report", "run_report"]
 
@@ -76,14 +78,16 @@ def run_report(run: ArmRun, source: dict | None = None) -> dict:
             checks.append("classification is values but values_in_conflict is empty")
         if stored_class != "values" and isinstance(vic, list) and vic:
             checks.append("values_in_conflict is non-empty but the classification is not values")
+    build = run.build
     stored = stored_checks(run, source)
     r2_block = run.r2 if isinstance(run.r2, dict) else {}
     gamma_agent = _agent(g1, g2, gamma=True, baseline=s1)
     gamma_agent["silent_agent"] = run.meta.silent_agent
     return {
-        "schema_version": run.schema_version,
-        "generation": "v0.6/v0.7.1 (no schema_version)" if run.generation == LEGACY else run.generation,
+        "schema_version": build.schema,  # top level, else runMeta's
+        "generation": build.label,
         "arm_version": run.arm_version,
+        "version": build.to_json(),  # the rules of the trace's own version, and why (SPEC §11)
         "jaccard_convergence": conv["jaccard"],
         "tfidf_convergence": conv["tfidf"],
         "tfidf_idf": conv["idf"],
@@ -109,7 +113,7 @@ def run_report(run: ArmRun, source: dict | None = None) -> dict:
             "gamma_silent_verdict": verdict_of(s1) if isinstance(s1, Trace) and s1.ok else "unknown",
             "verdict_shift": gate.verdict_shift,
             "stored_fired": bool(run.meta.polarity_gate_fired or (isinstance(g2, Trace) and g2.polarity_gate_fired)),
-            "gate_in_build": gate_in_build(run),
+            "gate_in_build": build.has(POLARITY_GATE),
         },
         "fap": {
             "drift_triggered": bool(fap_drift_agents(r2_block)),
@@ -123,11 +127,12 @@ def run_report(run: ArmRun, source: dict | None = None) -> dict:
             "stored_values": len(stored),
             "matched": sum(1 for s in stored if s["match"] is True),
             "mismatched": sum(1 for s in stored if s["match"] is False),
-            # of the mismatched: those an older rule of the file's own build explains, and the rest
-            "older_rule": sum(1 for s in stored if s["match"] is False and not unexplained(s)),
+            # values the trace's own (older) rule gives where today's rule gives another
+            "older_rule": sum(1 for s in stored if "today" in s),
             "unexplained": sum(1 for s in stored if unexplained(s)),
             "not_recomputable": sum(1 for s in stored if s["match"] is None),
         },
+        "notes": list(build.notes),
     }
 
 
@@ -212,3 +217,16 @@ def markdown_lines(a: dict, traces: list[dict]) -> list[str]:
         lines += [*md.block(t.get("claim") or "(no claim)"), "",
                   f"- **Verdict**: {md.text(t.get('verdict') or '—')}; **confidence**: {md.num(t.get('confidence'))}", ""]
     return lines
+
+
+ROLE_ORDER = {"alpha": 0, "beta": 1, "gamma": 2, "silent": 3}
+
+
+def section(view) -> list[str]:
+    """ARM's section of a run's report (``Protocol.report``): :func:`markdown_lines` of the
+    stored metrics report and the run's traces, in round then role order (``view``: a
+    ``shared.declaration.RunView``). Nothing when the run stored no report (one not finished)."""
+    if not view.summary.get("arm"):
+        return []
+    traces = sorted(view.records("trace"), key=lambda t: (t["round"], ROLE_ORDER.get(t["role"], 9), t["attempt"] or 0))
+    return markdown_lines(view.summary["arm"], traces)

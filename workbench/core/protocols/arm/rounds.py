@@ -17,19 +17,23 @@
    in ``runMeta.fap_requeue`` (round 2 itself is kept as answered; gamma reconciles the round-2
    traces). After gamma R2: the polarity gate / verdict-shift advisory.
 
-Keys: ``r1/<role>``, ``r2/<role>``, ``fap/<role>/<attempt>``. The generator returns an
-:class:`~workbench.core.protocols.arm.trace.ArmRun` in ARM's export shape (schema v1.3 by default).
+Keys: ``r1/<role>``, ``r2/<role>``, ``fap/<role>/<attempt>``. Each call is a step of
+:mod:`.steps` (``r1``, ``silent``, ``r2``, ``gamma_r2``, ``fap_requeue``) rendered from the run's
+templates (:class:`~..shared.declaration.Prompts`); a reply is read once (:func:`.records.read`).
+The generator returns an :class:`~workbench.core.protocols.arm.trace.ArmRun` in ARM's export
+shape (schema v1.3 by default).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass, field
+from typing import Any
 
-import workbench.core.protocols.arm.prompts as P
 from workbench.core.errors import InputError
 from workbench.core.protocols.arm.config import ARM_DISPATCH, DEFAULTS, ROLES, ArmOptions
+from workbench.core.protocols.arm.formats import GAMMA_R2_FORMAT, r1_format, r2_format
 from workbench.core.protocols.arm.gates import (
     fap_abort_placeholder,
     fap_drift_agents,
@@ -49,10 +53,20 @@ from workbench.core.protocols.arm.metrics import (
     tfidf_convergence,
     usable_claims,
 )
+from workbench.core.protocols.arm.peers import (
+    baseline_label,
+    confidence_of,
+    reconciliation_view,
+    round1_view,
+    view_json,
+)
+from workbench.core.protocols.arm.records import read
 from workbench.core.protocols.arm.replies import parse_reply
+from workbench.core.protocols.arm.steps import IDENTITY
 from workbench.core.protocols.arm.trace import SCHEMA_V13, ArmRun, RunMeta, Trace
-from workbench.core.protocols.shared.fencing import Fence
-from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
+from workbench.core.protocols.shared.declaration import Prompts
+from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note, Reading
+from workbench.core.protocols.shared.templates import TemplateProblem
 from workbench.core.protocols.shared.validation import validate
 
 ArmSteps = Generator[Batch | Note, dict[str, AgentReply] | None, ArmRun]
@@ -108,21 +122,16 @@ def workbench_gate_options(silent_draw: str) -> dict:
             "audit_extra": {"baseline_mode": "visible_r1", "silent_agent": silent_draw}}
 
 
-def _messages(system: str, user: str) -> tuple[dict[str, str], ...]:
-    return ({"role": "system", "content": system}, {"role": "user", "content": user})
-
-
-def _call(key: str, agent: str, round_no: int, provider: str, system: str, user: str | Callable[[Fence], str],
-          budget: int, schema: str, **meta: object) -> AgentCall:
-    """One trace call; a ``user`` that quotes untrusted text is a function of the call's fresh
-    :class:`Fence`, whose name and escapes go in the call's meta."""
-    if callable(user):
-        fence = Fence()
-        user = user(fence)
-        meta.update(fence.meta())
-    return AgentCall(key=key, agent=agent, purpose="trace", messages=_messages(system, user),
-                     round_no=round_no, reply_schema=schema,
-                     meta={"protocol": "arm", "role": agent, "provider": provider, "max_tokens": budget, **meta})
+def _call(prompts: Prompts, step: str, key: str, agent: str, round_no: int, provider: str, budget: int,
+          values: dict[str, Any], **meta: object) -> AgentCall:
+    """One trace call of ``step``, rendered from the run's template with ``values`` (the step's
+    variables; the untrusted ones are fenced with the call's fresh fence). A template that cannot
+    be rendered with them is an :class:`InputError` naming ``prompts.STEP``."""
+    try:
+        return prompts.call(step, key=key, agent=agent, round_no=round_no, values=values,
+                            meta={"role": agent, "provider": provider, "max_tokens": budget, **meta})
+    except TemplateProblem as exc:
+        raise InputError(f"prompts.{step}", str(exc)) from None
 
 
 def _dispatch(cfg: ArmRunConfig, calls: list[AgentCall], label: str):
@@ -135,14 +144,17 @@ def _dispatch(cfg: ArmRunConfig, calls: list[AgentCall], label: str):
     traces = {}
     for call in calls:
         reply = replies.get(call.key)
-        meta = {"provider": call.meta["provider"], **(reply.meta if reply else {})}
         if reply is None:
+            meta = {"provider": call.meta["provider"]}
             traces[call.key] = parse_reply(None, meta, error="the driver returned no reply for this call")
-        elif reply.ok:
-            traces[call.key] = parse_reply(reply.text, meta, fence=call.meta.get("delimiter"), schema=call.reply_schema)
         else:
-            traces[call.key] = parse_reply(None, meta, error=reply.error or "the call failed")
+            traces[call.key] = reading(call, reply).value
     return traces
+
+
+def reading(call: AgentCall, reply: AgentReply) -> Reading:
+    """The reply's reading: the one its driver made (:func:`~..shared.steps.read_reply`), else made now."""
+    return reply.reading if reply.reading is not None else read(call, reply)
 
 
 def _annotate_drift(r2: Trace, r1: Trace | None) -> Trace:
@@ -157,24 +169,24 @@ def _annotate_drift(r2: Trace, r1: Trace | None) -> Trace:
     return out
 
 
-def run_arm(cfg: ArmRunConfig) -> ArmSteps:
-    """Drive one ARM run; see the module docstring for the steps and keys."""
+def run_arm(cfg: ArmRunConfig, prompts: Prompts | None = None) -> ArmSteps:
+    """Drive one ARM run with the run's templates (default: ARM's own); see the module
+    docstring for the steps and keys."""
+    prompts = prompts if prompts is not None else Prompts(IDENTITY)
     frames, providers, q = cfg.effective_frames, dict(cfg.providers), cfg.question
     yield Note("phase", f"ARM run: dispatch {cfg.dispatch}, silent baseline = {cfg.silent_draw} draw "
                         f"via {cfg.silent}", {"dispatch": cfg.dispatch})
 
     # ── Round 1: isolation ──
-    silent_frame = frames.get(cfg.silent_draw)
-    r1_calls = [
-        _call("r1/alpha", "alpha", 1, providers["alpha"], P.r1_system("alpha", frames["alpha"]),
-              P.question_block(q), cfg.budgets["r1"], "arm_trace_r1", frame=frames["alpha"]),
-        _call("r1/beta", "beta", 1, providers["beta"], P.r1_system("beta", frames["beta"]),
-              P.question_block(q), cfg.budgets["r1"], "arm_trace_r1", frame=frames["beta"]),
-        _call("r1/gamma", "gamma", 1, providers["gamma"], P.r1_system("gamma", None),
-              P.question_block(q), cfg.budgets["r1"], "arm_trace_r1", frame="independent"),
-        _call("r1/silent", "silent", 1, cfg.silent, P.silent_system(cfg.silent_draw, silent_frame),
-              P.question_block(q), cfg.budgets["r1"], "arm_trace_r1", draw=cfg.silent_draw),
-    ]
+    r1_frames = {**frames, "gamma": "independent"}
+    r1_calls = [  # reasoning_frame is a field of alpha's and beta's traces only
+        _call(prompts, "r1", f"r1/{role}", role, 1, providers[role], cfg.budgets["r1"],
+              {"question": q, "role": role, "frame": r1_frames[role],
+               "reply_format": r1_format(frames.get(role))}, frame=r1_frames[role])
+        for role in ("alpha", "beta", "gamma")]
+    r1_calls.append(_call(prompts, "silent", "r1/silent", "silent", 1, cfg.silent, cfg.budgets["r1"],
+                          {"question": q, "draw": cfg.silent_draw, "frame": frames.get(cfg.silent_draw),
+                           "reply_format": r1_format(None)}, draw=cfg.silent_draw))
     got = yield from _dispatch(cfg, r1_calls, "Round 1: isolation")
     r1 = {role: got[f"r1/{role}"] for role in ("alpha", "beta", "gamma", "silent")}
 
@@ -194,9 +206,11 @@ def run_arm(cfg: ArmRunConfig) -> ArmSteps:
                    {"gate": "fap_silent_abort"})
 
     # ── Round 2: deliberation (alpha, beta) ──
-    r2_calls = [_call(f"r2/{role}", role, 2, providers[role], P.r2_system(role, frames[role]),
-                      lambda fence, role=role: P.r2_user(q, r1, r1[role], fence), cfg.budgets["r2"],
-                      "arm_trace_r2", frame=frames[role])
+    peers = round1_view(r1)
+    r2_calls = [_call(prompts, "r2", f"r2/{role}", role, 2, providers[role], cfg.budgets["r2"],
+                      {"question": q, "role": role, "frame": frames[role], "own_confidence": confidence_of(r1[role]),
+                       "peer_traces": peers.text, "reply_format": r2_format(frames[role])},
+                      frame=frames[role], peer_views=peers.views)
                 for role in ("alpha", "beta")]
     got = yield from _dispatch(cfg, r2_calls, "Round 2: deliberation")
     r2: dict[str, Trace] = {role: _annotate_drift(got[f"r2/{role}"], r1[role]) for role in ("alpha", "beta")}
@@ -206,18 +220,18 @@ def run_arm(cfg: ArmRunConfig) -> ArmSteps:
                            f"in {', '.join(drifted)}", {"gate": "fap_drift", "agents": drifted})
     requeue = []
     if cfg.fap_requeue and drifted:  # ARM's order: the re-queue runs before gamma reconciles
-        requeue = yield from _requeue(cfg, drifted, r1, r2)
+        requeue = yield from _requeue(cfg, prompts, drifted, r1, r2)
 
     # ── Round 2: reconciliation (gamma) ──
     if silent_failed:
         gamma = fap_abort_placeholder(providers["gamma"], None)
     else:
-        label = P.baseline_label(cfg.silent_draw, cfg.silent, providers["gamma"])
-        def user(fence: Fence) -> str:
-            return P.gamma_r2_user(q, r2["alpha"], r2["beta"], r1["silent"], label,
-                                   r1 if cfg.gamma_context == "arm+r1" else None, fence=fence)
-        call = _call("r2/gamma", "gamma", 2, providers["gamma"], P.gamma_r2_system(), user,
-                     cfg.budgets["gamma_r2"], "arm_trace_gamma_r2", gamma_context=cfg.gamma_context)
+        baseline = confidence_of(r1["silent"])
+        label = baseline_label(cfg.silent_draw, cfg.silent, providers["gamma"], baseline)
+        shown = reconciliation_view(r2, r1["silent"], label, r1 if cfg.gamma_context == "arm+r1" else None)
+        call = _call(prompts, "gamma_r2", "r2/gamma", "gamma", 2, providers["gamma"], cfg.budgets["gamma_r2"],
+                     {"question": q, "baseline_confidence": baseline, "peer_traces": shown.text,
+                      "reply_format": GAMMA_R2_FORMAT}, gamma_context=cfg.gamma_context, peer_views=shown.views)
         got = yield from _dispatch(cfg, [call], "Round 2: reconciliation")
         gamma = copy.deepcopy(got["r2/gamma"])
         if gamma.ok:
@@ -261,18 +275,20 @@ def run_arm(cfg: ArmRunConfig) -> ArmSteps:
                                  "embedding_convergence", "runMeta", "question", "providers"])
 
 
-def _requeue(cfg: ArmRunConfig, drifted: list[str], r1: dict[str, Trace], r2: dict[str, Trace]):
+def _requeue(cfg: ArmRunConfig, prompts: Prompts, drifted: list[str], r1: dict[str, Trace], r2: dict[str, Trace]):
     """FAP isolation re-queue: attempts until one parses, at most ``fap_max_attempts``."""
     attempts: dict[str, list[Trace]] = {role: [] for role in drifted}
     pending = list(drifted)
+    frames = cfg.effective_frames
     for n in range(1, cfg.fap_max_attempts + 1):
         if not pending:
             break
-        frames = cfg.effective_frames
-        calls = [_call(f"fap/{role}/{n}", role, 2, cfg.providers[role], P.r2_system(role, frames[role]),
-                       lambda fence, role=role: P.requeue_user(cfg.question, r1[role], cfg.fap_threshold, fence),
-                       cfg.budgets["r2"],
-                       "arm_trace_r2", fap_attempt=n, frame=frames[role]) for role in pending]
+        calls = [_call(prompts, "fap_requeue", f"fap/{role}/{n}", role, 2, cfg.providers[role], cfg.budgets["r2"],
+                       {"question": cfg.question, "role": role, "frame": frames[role],
+                        "own_confidence": confidence_of(r1[role]), "threshold": cfg.fap_threshold,
+                        "own_trace": view_json(r1[role]), "reply_format": r2_format(frames[role])},
+                       fap_attempt=n, frame=frames[role])
+                 for role in pending]
         got = yield from _dispatch(cfg, calls, f"FAP re-queue, attempt {n}")
         for role in list(pending):
             trace = got[f"fap/{role}/{n}"]

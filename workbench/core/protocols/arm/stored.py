@@ -1,37 +1,26 @@
 """Re-deriving every value an ARM file stores that can be recomputed from the file itself.
 
-Each check is ``{metric, stored, recomputed, match, note}``; numbers match within 1e-9. The
-rules applied are those of the build that wrote the file, read from the file itself:
-- the polarity gate existed when ``runMeta.polarity_gate_fired`` is present (or from v1.2);
-- the FAP drift flag when ``runMeta.fap_drift_triggered`` is present;
-- the verdict-shift advisory when ``runMeta.verdict_shift_flagged`` is present;
-- the deterministic self_check override and the harness deltas from arm-trace-v1.2;
-- a workbench export (it records ``runMeta.dispatch``) is checked with the workbench's own gate
-  options (blind spot on the harness delta, audit with ``baseline_mode``/``silent_agent``).
+Each check is ``{metric, stored, recomputed, match, note}``; numbers match within 1e-9.
+``recomputed`` is the value under the rules of the trace's OWN version (SPEC §11): a rule its
+build did not have is never applied (:mod:`.versions` reads which rules it had). Where today's
+rules give another value, the entry adds ``today: {value, match}`` and its ``note`` says which
+rule came later ("older rule: the polarity gate came with ...; this trace's version (...)
+predates it"), so today's reading stays visible without being counted against the file.
+``match: false`` is always a difference no rule explains: ``rwb arm metrics`` exits 1 on one.
 A value computed outside the trace (OpenAI embeddings) is listed with ``match: null`` and a note.
-
-Older rules are never matched silently. Where the build that wrote the file applied an older
-rule than today's, the entry's ``recomputed`` is TODAY's value; when the stored value differs
-from it, ``match`` is false, ``note`` says which older rule explains the difference, and
-``build_rule`` gives the value that older rule yields (``{"recomputed", "match"}``), so both
-values are reported. The older rules (docs/limits.md lists them, with FORMAT.md):
-- no polarity gate before v0.8 (:data:`NOTE_NO_GATE`);
-- no deterministic self_check override before v0.8, then (arm-trace-v1.1) the flags path only
-  and no ``override_reason`` (:data:`NOTE_OVERRIDE_LEGACY`, :data:`NOTE_OVERRIDE_V11`);
-- the v0.6/v0.7.1 FAP abort placeholder: traces of those builds had no ``_ok`` and no harness
-  deltas (:data:`NOTE_PLACEHOLDER_LEGACY`).
-A difference no older rule explains has ``match: false`` and no ``build_rule``: ``rwb arm
-metrics`` counts those as ``summary.unexplained``.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
+from workbench.core.protocols.arm.gates import OVERRIDE_RECONCILER as REASON_RECONCILER
 from workbench.core.protocols.arm.gates import (
     apply_self_check_override,
     fap_abort_placeholder,
+    override_reason_for,
     polarity_gate,
     requeue_record,
     silent_baseline_failed,
@@ -42,34 +31,34 @@ from workbench.core.protocols.arm.metrics import (
     fap_drift_triggered,
     gamma_drift_exceeded,
     harness_delta,
+    r1_claims,
     run_convergence,
     self_check_divergence,
+    tfidf_convergence,
 )
 from workbench.core.protocols.arm.replies import TRUNCATION_STOP_REASONS, expected_schema_warnings
-from workbench.core.protocols.arm.trace import (
-    LEGACY,
-    PARSE_FAILED,
-    SCHEMA_V11,
-    ArmRun,
-    Trace,
-    trace_to_upstream,
+from workbench.core.protocols.arm.trace import PARSE_FAILED, ArmRun, Trace, trace_to_upstream
+from workbench.core.protocols.arm.versions import (
+    AUDIT_V13,
+    GATE_OVERRIDE_REASON,
+    HARNESS_FIELDS,
+    OVERRIDE_REASON,
+    OVERRIDE_RECONCILER,
+    POLARITY_GATE,
+    SCHEMA_WARNINGS,
+    SELF_CHECK_OVERRIDE,
+    SMOOTHED_IDF,
+    TODAY,
+    ArmBuild,
 )
 
 TOL = 1e-9
 NOTE_EMBEDDING = "not recomputable offline: OpenAI embeddings (text-embedding-3-small cosine)"
-NOTE_NO_GATE = ("this build had no polarity gate (runMeta has no polarity_gate_fired), so the stored "
-                "status predates it; the workbench gate fires here ({r1}→{r2})")
-NOTE_OVERRIDE_LEGACY = ("older rule: v0.6/v0.7.1 builds had no deterministic self_check override (it came "
-                        "with v0.8), so the model's own status stands; today's rule gives {today}")
-NOTE_OVERRIDE_V11 = ("older rule: arm-trace-v1.1 (early v0.8) overrode on the flags path only "
-                     "(values_conflict/contested_domain) and wrote no override_reason; the reconciler path "
-                     "and override_reason came with arm-trace-v1.2; today's rule gives {today}")
-NOTE_PLACEHOLDER_LEGACY = ("older rule: v0.6/v0.7.1 builds wrote traces without {key} (it came with v0.8), so "
-                           "their FAP abort placeholder has none; today's placeholder writes {value}")
-LEGACY_PLACEHOLDER_KEYS = ("_ok", "harness_self_delta_vs_baseline", "self_delta_mismatch")
+# The placeholder's keys that came with the harness fields (v0.8): an older build wrote none.
+HARNESS_PLACEHOLDER_KEYS = ("_ok", "harness_self_delta_vs_baseline", "self_delta_mismatch")
 
-__all__ = ["TOL", "same", "stored_checks", "gate_in_build", "is_workbench_export", "NOTE_NO_GATE",
-           "NOTE_OVERRIDE_LEGACY", "NOTE_OVERRIDE_V11", "NOTE_PLACEHOLDER_LEGACY", "NOTE_EMBEDDING"]
+__all__ = ["TOL", "same", "stored_checks", "gate_in_build", "is_workbench_export", "unexplained",
+           "gate_options", "NOTE_EMBEDDING"]
 
 
 def same(a: Any, b: Any) -> bool:
@@ -86,30 +75,45 @@ def same(a: Any, b: Any) -> bool:
 
 
 def _entry(metric: str, stored: Any, recomputed: Any, note: str | None = None,
-           recomputable: bool = True, older: tuple[str, Any] | None = None) -> dict:
-    """One check. ``older``: (why, value under the build's older rule); used only when the stored
-    value differs from today's ``recomputed``, which then stays in the entry next to it."""
+           recomputable: bool = True, today: tuple[Any, str] | None = None) -> dict:
+    """One check. ``today``: (today's value, why the trace's own rules differ), shown only when
+    today's value differs from ``recomputed`` (the value under the trace's own rules)."""
     entry = {"metric": metric, "stored": stored, "recomputed": recomputed,
              "match": same(stored, recomputed) if recomputable else None, "note": note}
-    if older is not None and entry["match"] is False:
-        why, build_value = older
+    if today is not None and not same(today[0], recomputed):
+        value, why = today
         entry["note"] = why if note is None else f"{note}; {why}"
-        entry["build_rule"] = {"recomputed": build_value, "match": same(stored, build_value)}
+        entry["today"] = {"value": value, "match": same(stored, value) if recomputable else None}
     return entry
 
 
+def _today(build: ArmBuild, rule: str, value: Any) -> tuple[Any, str] | None:
+    """Today's value, when the trace's build did not have ``rule``."""
+    return None if build.has(rule) else (value, build.older_note(rule))
+
+
 def unexplained(entry: dict) -> bool:
-    """A stored value that differs from today's recomputation with no older rule to explain it."""
-    return entry["match"] is False and not (entry.get("build_rule") or {}).get("match")
+    """A stored value that differs from its recomputation under the trace's own rules."""
+    return entry["match"] is False
 
 
 def is_workbench_export(run: ArmRun) -> bool:
     """A run the workbench wrote (it records ``runMeta.dispatch``, which ARM never wrote)."""
-    return run.meta.present("dispatch")
+    return run.build.workbench
 
 
 def gate_in_build(run: ArmRun) -> bool:
-    return run.generation != LEGACY or run.meta.present("polarity_gate_fired")
+    return run.build.has(POLARITY_GATE)
+
+
+def gate_options(has: Callable[[str], bool], silent_agent: Any) -> dict:
+    """The polarity gate as a build with these rules ran it. With every rule it is the gate the
+    workbench runs on its own runs (``rounds.workbench_gate_options``; a test holds them equal)."""
+    options: dict[str, Any] = {"stamp_override": has(GATE_OVERRIDE_REASON)}
+    if has(AUDIT_V13):
+        options.update(blindspot_source="harness",
+                       audit_extra={"baseline_mode": "visible_r1", "silent_agent": silent_agent})
+    return options
 
 
 def _traces(run: ArmRun) -> list[tuple[str, Trace]]:
@@ -122,8 +126,9 @@ def _traces(run: ArmRun) -> list[tuple[str, Trace]]:
 
 
 def stored_checks(run: ArmRun, source: dict | None = None) -> list[dict]:
-    """Every recomputable value ``run`` stores, next to the workbench's recomputation."""
+    """Every recomputable value ``run`` stores, next to its recomputation under the trace's own rules."""
     checks: list[dict] = []
+    build = run.build
     meta = run.meta
     conv = run_convergence(run)
     a1, b1, g1, s1 = (run.trace(1, r) for r in ("alpha", "beta", "gamma", "silent"))
@@ -133,16 +138,18 @@ def stored_checks(run: ArmRun, source: dict | None = None) -> list[dict]:
         checks.append(_entry("export_integrity_hash", run.export_integrity_hash,
                              export_integrity_hash(source if source is not None else {})))
 
-    for key, value in (("convergence", conv["jaccard"]), ("tfidf_convergence", conv["tfidf"])):
+    tfidf_today = None if build.has(SMOOTHED_IDF) else \
+        _today(build, SMOOTHED_IDF, tfidf_convergence(r1_claims(run), smooth=True))
+    for key, value, today in (("convergence", conv["jaccard"], None), ("tfidf_convergence", conv["tfidf"], tfidf_today)):
         for where, holder in (("", run), ("runMeta.", meta)):
             if holder.present(key):
-                checks.append(_entry(where + key, getattr(holder, key), value))
+                checks.append(_entry(where + key, getattr(holder, key), value, today=today))
     for where, holder in (("", run), ("runMeta.", meta)):
         if holder.present("embedding_convergence"):
             checks.append(_entry(where + "embedding_convergence", holder.embedding_convergence, None,
                                  NOTE_EMBEDDING, recomputable=False))
 
-    if meta.present("schema_version"):
+    if meta.present("schema_version") and run.present("schema_version"):
         checks.append(_entry("runMeta.schema_version", meta.schema_version, run.schema_version))
     if meta.present("silentConfidence"):
         checks.append(_entry("runMeta.silentConfidence", meta.silent_confidence,
@@ -157,11 +164,8 @@ def stored_checks(run: ArmRun, source: dict | None = None) -> list[dict]:
         for where, block in (("runMeta.providers", meta.providers), ("providers", run.providers)):
             if isinstance(block, dict) and role in block and isinstance(t, Trace) and t.provider is not None:
                 checks.append(_entry(f"{where}.{role}", block[role], t.provider))
-
-    silent_draw = meta.silent_agent
-    if isinstance(s1, Trace) and s1.provider is not None and isinstance(meta.providers, dict) \
-            and silent_draw in meta.providers:
-        checks.append(_entry("r1.silent._meta.provider", s1.provider, meta.providers[silent_draw]))
+    if isinstance(s1, Trace) and s1.provider is not None and (silent := _silent_provider(run)) is not None:
+        checks.append(_entry("r1.silent._meta.provider", s1.provider, silent))
 
     if meta.present("fap_drift_triggered"):
         checks.append(_entry("runMeta.fap_drift_triggered", meta.fap_drift_triggered, fap_drift_triggered(a2, b2)))
@@ -174,10 +178,23 @@ def stored_checks(run: ArmRun, source: dict | None = None) -> list[dict]:
         checks += _requeue_checks(i, rec, run)
 
     checks += _drift_checks(run, a1, b1, a2, b2, g2, s1)
-    checks += _gate_checks(run, g1, g2, s1)
-    checks += _override_checks(run)
+    checks += _gate_checks(run, build, g1, g2, s1)
+    checks += _override_checks(run, build)
     checks += _failure_checks(run)
     return checks
+
+
+def _silent_provider(run: ArmRun) -> Any:
+    """Who answered the silent baseline. A workbench run records it (``runMeta.silentProvider``:
+    the baseline rotates over a batch's providers, so it need not be the draw's own provider);
+    ARM never wrote it, because its silent baseline was always a second draw of the drawn agent's
+    provider (``runMeta.providers[silentAgent]``). None when the file says neither."""
+    meta = run.meta
+    if meta.present("silentProvider"):
+        return meta.silent_provider
+    if isinstance(meta.providers, dict) and isinstance(meta.silent_agent, str) and meta.silent_agent in meta.providers:
+        return meta.providers[meta.silent_agent]
+    return None
 
 
 def _drift_checks(run, a1, b1, a2, b2, g2, s1) -> list[dict]:
@@ -201,36 +218,45 @@ def _drift_checks(run, a1, b1, a2, b2, g2, s1) -> list[dict]:
     return out
 
 
-def _gate_checks(run: ArmRun, g1, g2, s1) -> list[dict]:
+def _status_after(fired: bool, g2: Trace) -> Any:
+    """Gamma's reconciliation_status after the gate: gamma_flip_detected when it fired, failed for
+    a failed trace; otherwise the model's own word stands (ARM validates it, never rewrites it),
+    unless it claims the flip only the gate may log."""
+    if fired:
+        return "gamma_flip_detected"
+    if not g2.ok:
+        return "failed"
+    return "success" if g2.reconciliation_status == "gamma_flip_detected" else g2.reconciliation_status
+
+
+def _gate_checks(run: ArmRun, build: ArmBuild, g1, g2, s1) -> list[dict]:
     out: list[dict] = []
     if not isinstance(g2, Trace):
         return out
     if isinstance(g2.claim, str) and g2.claim.startswith("[FAP"):
-        return _placeholder_checks(run, g2)
+        return _placeholder_checks(build, g2)
     meta = run.meta
-    if is_workbench_export(run):
-        gate = polarity_gate(g1, g2, s1, blindspot_source="harness",
-                             audit_extra={"baseline_mode": "visible_r1", "silent_agent": meta.silent_agent})
-    else:
-        gate = polarity_gate(g1, g2, s1, stamp_override=False)
-    if not gate_in_build(run):
-        if g2.ok:  # today's gate against the build's (none): the model's own status stands
-            why = NOTE_NO_GATE.format(r1=gate.r1_verdict.upper(), r2=gate.r2_verdict.upper())
-            today = "gamma_flip_detected" if gate.fired else "success"
-            out.append(_entry("r2.gamma.reconciliation_status", g2.reconciliation_status, today,
-                              older=(why, "success")))
-            if gate.fired:
-                out.append(_entry("r2.gamma.self_check.status (gate override)", g2.status, "warning",
-                                  older=(why, g2.status)))
+    today = polarity_gate(g1, g2, s1, **gate_options(TODAY.__contains__, meta.silent_agent))
+    if not build.has(POLARITY_GATE):
+        if g2.ok:  # no gate in the build: the model's own status stands
+            why = build.older_note(POLARITY_GATE)
+            if today.fired:
+                why += f"; today's gate fires here ({today.r1_verdict.upper()}→{today.r2_verdict.upper()})"
+            out.append(_entry("r2.gamma.reconciliation_status", g2.reconciliation_status, _status_after(False, g2),
+                              today=(_status_after(today.fired, g2), why)))
+            if today.fired:
+                out.append(_entry("r2.gamma.self_check.status (gate override)", g2.status, g2.status,
+                                  today=("warning", why)))
         return out
+    gate = polarity_gate(g1, g2, s1, **gate_options(build.has, meta.silent_agent))
     if meta.present("polarity_gate_fired"):
         out.append(_entry("runMeta.polarity_gate_fired", meta.polarity_gate_fired, gate.fired))
-    expected_status = "gamma_flip_detected" if gate.fired else ("success" if g2.ok else "failed")
-    out.append(_entry("r2.gamma.reconciliation_status", g2.reconciliation_status, expected_status))
+    out.append(_entry("r2.gamma.reconciliation_status", g2.reconciliation_status, _status_after(gate.fired, g2)))
     if g2.ok:
         out.append(_entry("r2.gamma.polarity_gate_fired", g2.polarity_gate_fired, True if gate.fired else None))
-        out.append(_entry("r2.gamma.polarity_audit", g2.polarity_audit,
-                          gate.gamma_r2.polarity_audit if gate.fired else None))
+        audit = gate.gamma_r2.polarity_audit if gate.fired else None
+        out.append(_entry("r2.gamma.polarity_audit", g2.polarity_audit, audit, today=_today(
+            build, AUDIT_V13, today.gamma_r2.polarity_audit if today.fired else None)))
     if gate.fired:
         prefix = gate.gamma_r2.self_check["notes"].split(" Gamma self-reported")[0]
         notes = g2.self_check.get("notes") if isinstance(g2.self_check, dict) else None
@@ -244,8 +270,9 @@ def _gate_checks(run: ArmRun, g1, g2, s1) -> list[dict]:
     return out
 
 
-def _placeholder_checks(run: ArmRun, g2: Trace) -> list[dict]:
-    """The FAP abort placeholder, field by field, against the one ARM writes today."""
+def _placeholder_checks(build: ArmBuild, g2: Trace) -> list[dict]:
+    """The FAP abort placeholder, field by field, against the one ARM writes today; the keys
+    that came with the harness fields are absent from an older build's placeholder."""
     expected = trace_to_upstream(fap_abort_placeholder(g2.provider, g2.model))
     stored = trace_to_upstream(g2)
     out = []
@@ -253,9 +280,8 @@ def _placeholder_checks(run: ArmRun, g2: Trace) -> list[dict]:
         metric = f"r2.gamma.{key} (FAP abort placeholder)"
         if key == "_meta":
             out.append(_entry("r2.gamma._meta.stopReason (FAP abort placeholder)", g2.stop_reason, "aborted"))
-        elif key not in stored and run.generation == LEGACY and key in LEGACY_PLACEHOLDER_KEYS:
-            why = NOTE_PLACEHOLDER_LEGACY.format(key=key, value=js_value(value))
-            out.append(_entry(metric + " (absent)", None, value, older=(why, None)))
+        elif key not in stored and key in HARNESS_PLACEHOLDER_KEYS and not build.has(HARNESS_FIELDS):
+            out.append(_entry(metric + " (absent)", None, None, today=_today(build, HARNESS_FIELDS, value)))
         else:
             out.append(_entry(metric, stored.get(key), value))
     for key in stored:
@@ -265,24 +291,27 @@ def _placeholder_checks(run: ArmRun, g2: Trace) -> list[dict]:
     return out
 
 
-def js_value(value: Any) -> str:
-    return "null" if value is None else "true" if value is True else "false" if value is False else repr(value)
+def _override(trace: Trace) -> dict:
+    after = apply_self_check_override(trace)
+    return {"status": after.status, "override_reason": after.override_reason}
 
 
-def _override_rule_of_build(run: ArmRun, t: Trace) -> tuple[str, Any] | None:
-    """What the build's own (older) override rule gave, as (template of why, value), or None
-    when the build applied today's rule (arm-trace-v1.2 and later)."""
-    if run.generation == LEGACY:
-        return NOTE_OVERRIDE_LEGACY, {"status": "clean", "override_reason": None}
-    if run.generation == SCHEMA_V11:
-        flagged = isinstance(t.flags, list) and any(f in ("values_conflict", "contested_domain") for f in t.flags)
-        return NOTE_OVERRIDE_V11, {"status": "auto_warn" if flagged else "clean", "override_reason": None}
-    return None
+def _override_under(build: ArmBuild, trace: Trace, today: dict) -> tuple[dict, str | None]:
+    """The override a build with these rules made of a ``clean`` trace, and the first rule it
+    lacked that makes today's result differ (None when it had them all)."""
+    if not build.has(SELF_CHECK_OVERRIDE):
+        return {"status": "clean", "override_reason": None}, SELF_CHECK_OVERRIDE
+    reason = override_reason_for(trace)
+    if reason == REASON_RECONCILER and not build.has(OVERRIDE_RECONCILER):
+        return {"status": "clean", "override_reason": None}, OVERRIDE_RECONCILER
+    if reason is not None and not build.has(OVERRIDE_REASON):
+        return {"status": "auto_warn", "override_reason": None}, OVERRIDE_REASON
+    return today, None
 
 
-def _override_checks(run: ArmRun) -> list[dict]:
-    """Every parsed trace whose model reported ``clean`` gets today's override rule re-run; a
-    build with an older rule (legacy, arm-trace-v1.1) is reported against both."""
+def _override_checks(run: ArmRun, build: ArmBuild) -> list[dict]:
+    """Every parsed trace whose model reported ``clean`` gets the override rule of its own
+    build re-run (none before v0.8; the flags path only and no reason in arm-trace-v1.1)."""
     out = []
     for where, t in _traces(run):
         check = t.self_check if isinstance(t.self_check, dict) else {}
@@ -293,16 +322,14 @@ def _override_checks(run: ArmRun) -> list[dict]:
             continue
         before = copy.deepcopy(t)
         before.self_check = {"status": "clean", "notes": check.get("notes", "")}
-        after = apply_self_check_override(before)
-        today = {"status": after.status, "override_reason": after.override_reason}
-        build = _override_rule_of_build(run, t)
-        older = (build[0].format(today=f"{today['status']} ({today['override_reason']})"), build[1]) if build else None
-        out.append(_entry(f"{where}.self_check (override)",
-                          {"status": t.status, "override_reason": t.override_reason}, today, older=older))
-        if run.generation == LEGACY:
-            continue  # legacy builds wrote no schema_warnings
+        today = _override(before)
+        own, lacking = _override_under(build, before, today)
+        out.append(_entry(f"{where}.self_check (override)", {"status": t.status, "override_reason": t.override_reason},
+                          own, today=(today, build.older_note(lacking)) if lacking else None))
+        if not build.has(SCHEMA_WARNINGS):
+            continue  # the build wrote no schema_warnings
         if t.present("schema_warnings") or expected_schema_warnings(trace_to_upstream(t)):
-            stored = t.schema_warnings if isinstance(t.schema_warnings, list) else t.schema_warnings
+            stored = t.schema_warnings
             kept = [w for w in stored or [] if isinstance(w, str) and w.startswith("confidence_out_of_range:")]
             out.append(_entry(f"{where}.schema_warnings", stored,
                               kept + expected_schema_warnings(trace_to_upstream(t)) or None))

@@ -13,7 +13,9 @@ Design rules:
 
 Schema generations (FORMAT.md §2): ``legacy`` (v0.6 and v0.7.1 exports, no ``schema_version``,
 no ``_ok``), ``arm-trace-v1.1`` (early v0.8 builds), ``arm-trace-v1.2`` (v0.8 and v0.9) and
-``arm-trace-v1.3`` (post-0.9, smoothed TF-IDF; also what the workbench writes).
+``arm-trace-v1.3`` (post-0.9, smoothed TF-IDF; also what the workbench writes). A later
+``arm-trace-vX.Y`` is read with today's rules; which rules a file's own build had is
+:attr:`ArmRun.build` (:mod:`.versions`).
 
 Reading a file (:func:`parse_run`) checks the type of every known field of every version
 (:data:`~.fields.TRACE_TYPES`, :data:`~.fields.RUN_TYPES`) and the size limits of
@@ -37,6 +39,7 @@ from workbench.core.limits import (
     MAX_NAME_CHARS,
     check_count,
     check_json,
+    check_name,
     check_text,
     too_long,
 )
@@ -58,6 +61,13 @@ from workbench.core.protocols.arm.fields import (  # noqa: F401  (re-exported)
     TRACE_TYPES,
 )
 from workbench.core.protocols.arm.js import is_js_number
+from workbench.core.protocols.arm.versions import (
+    SMOOTHED_IDF,
+    ArmBuild,
+    check_schema_version,
+    detect_build,
+    effective_schema,
+)
 from workbench.core.protocols.shared.validation import shown
 
 
@@ -307,13 +317,18 @@ class ArmRun(_Record):
 
     @property
     def generation(self) -> str:
-        """``legacy`` (v0.6/v0.7.1), ``arm-trace-v1.1``, ``arm-trace-v1.2`` or ``arm-trace-v1.3``."""
-        return self.schema_version if self.schema_version in SCHEMA_VERSIONS else LEGACY
+        """The schema the file names (top level, else in runMeta), or ``legacy`` (v0.6/v0.7.1)."""
+        return self.build.schema or LEGACY
+
+    @property
+    def build(self) -> ArmBuild:
+        """The build that wrote the run and the rules it had (:mod:`.versions`)."""
+        return detect_build(self)
 
     @property
     def smoothed_idf(self) -> bool:
-        """TF-IDF idf variant of this schema: ln(N/df)+1 from v1.3 on, ln(N/df) before."""
-        return self.generation == SCHEMA_V13
+        """TF-IDF idf variant of this trace's own version: ln(N/df)+1 from v1.3 on, ln(N/df) before."""
+        return self.build.has(SMOOTHED_IDF)
 
     def trace(self, round_no: int, role: str) -> Trace | None:
         block = self.r1 if round_no == 1 else self.r2
@@ -334,14 +349,11 @@ def parse_run(data: object) -> ArmRun:
         raise InputError("", f"an ARM trace file must hold a JSON object, got {type(data).__name__}")
     if not isinstance(data.get("r1"), dict):
         raise InputError("r1", "missing: this is not an ARM trace (expected r1 {alpha, beta, gamma, silent})")
-    version = data.get("schema_version")
-    if "schema_version" in data and version not in SCHEMA_VERSIONS:
-        named = repr(version) if isinstance(version, str) and len(version) <= 60 else shown(version)
-        raise InputError("schema_version", f"unsupported ARM schema {named}; expected one of "
-                         f"{', '.join(SCHEMA_VERSIONS)} or none (v0.6/v0.7.1 exports)")
     meta = data.get("runMeta")
     if meta is not None and not isinstance(meta, dict):
         raise InputError("runMeta", f"must be a JSON object, got {type(meta).__name__}")
+    if (named := effective_schema(data)) is not None:  # a newer schema is read with today's rules
+        check_schema_version(named[1], named[0])
     check_run_types(data)
     return ArmRun._from_upstream(data, convert={
         "r1": lambda v: _traces_in(v, "r1"),
@@ -460,6 +472,10 @@ def check_run_types(data: dict) -> None:
             raise InputError(block, f"must be an object of agent traces, got {shown(roles)}")
         check_count(roles, MAX_ARM_ROLES, block, "agent traces")
         for role, trace in roles.items():
+            try:  # a role is stored and shown as a name (SPEC §11): the key itself is not echoed
+                check_name(role)
+            except ValueError as exc:
+                raise InputError(block, f"a role's name {exc}") from None
             if trace is not None and not isinstance(trace, dict):
                 raise InputError(f"{block}.{role}", f"must be an object (an agent trace), got {shown(trace)}")
             if trace is not None:

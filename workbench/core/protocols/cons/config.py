@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 
 from workbench.core.errors import InputError
 from workbench.core.limits import MAX_BALLOTS, MAX_NAME_CHARS, MAX_OPTIONS, MAX_ROUNDS
+from workbench.core.protocols.shared.validation import NameCheck
 
 DEFAULT_QUESTION_ID = "CONS-001"
 DEFAULT_CONSENSUS_THRESHOLD = 0.8  # actualConsensus a verdict needs (consensusThreshold)
@@ -23,7 +24,7 @@ DEFAULT_MAX_CHALLENGE_ROUNDS = 2  # then CONTESTED
 Threshold = Annotated[float, Field(strict=True, gt=0, le=1)]
 MinVoters = Annotated[int, Field(strict=True, ge=1, le=MAX_BALLOTS)]
 Rounds = Annotated[int, Field(strict=True, ge=0, le=MAX_ROUNDS)]
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS), NameCheck]
 
 
 class ConsOptions(BaseModel):

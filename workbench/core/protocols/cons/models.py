@@ -22,6 +22,7 @@ from workbench.core.limits import (
     MAX_QUERY_CHARS,
     MAX_RATIONALE_CHARS,
     MAX_SUPPLIED_CONFLICTS,
+    check_name,
     too_long,
     too_many,
 )
@@ -74,6 +75,11 @@ def _text(value: object, rule: str = "", limit: int = MAX_NAME_CHARS) -> str:
     return value.strip()
 
 
+def _name(value: object, rule: str = "") -> str:
+    """An id or a name: :func:`_text` with no control character (SPEC §11)."""
+    return check_name(_text(value, rule))
+
+
 def _unit(value: object, rule: str = "") -> float:
     """A confidence: a finite number in [0, 1]; booleans and strings refused, naming the CONS rule."""
     tag = f" ({rule})" if rule else ""
@@ -108,7 +114,7 @@ class Evidence(BaseModel):
     @field_validator("type", mode="before")
     @classmethod
     def _type(cls, v: object) -> str:
-        return _text(v)
+        return _text(v)  # model-written: text, not an id (shown escaped)
 
     @property
     def is_counter_proof(self) -> bool:
@@ -128,7 +134,7 @@ class Ballot(_Model):
     @field_validator("agent_id", "option", mode="before")
     @classmethod
     def _ids(cls, v: object) -> str:
-        return _text(v, "CONS-001")
+        return _name(v, "CONS-001")
 
     @field_validator("vote", mode="before")
     @classmethod
@@ -181,7 +187,7 @@ class Position(_Model):
     @field_validator("agent_id", mode="before")
     @classmethod
     def _t(cls, v: object) -> str:
-        return _text(v)
+        return _name(v)
 
     @field_validator("position", mode="before")
     @classmethod
@@ -226,7 +232,7 @@ class ConsQuestion(_Model):
     @field_validator("question_id", mode="before")
     @classmethod
     def _t(cls, v: object) -> str:
-        return _text(v)
+        return _name(v)
 
     @field_validator("question", mode="before")
     @classmethod
@@ -242,7 +248,7 @@ class ConsQuestion(_Model):
             raise ValueError(f"must be a list of option names, got {_show(v)[:60]}")
         if len(v) > MAX_OPTIONS:
             raise ValueError(too_many(len(v), MAX_OPTIONS))
-        return tuple(_text(o) if isinstance(o, str) else o for o in v)
+        return tuple(_name(o) if isinstance(o, str) else o for o in v)
 
     @field_validator("single_claim", mode="before")
     @classmethod

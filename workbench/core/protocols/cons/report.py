@@ -257,3 +257,38 @@ def manifest_entry(out: ConsOutcome, *, date: _dt.date | str, task: str | None =
     for ch in ("\u2028", "\u2029", "\x85"):
         line = line.replace(ch, f"\\u{ord(ch):04x}")
     return line
+
+
+def section(view, evaluate) -> list[str]:
+    """CONS's section of a run's report (``Protocol.report``): the seed's Consensus Report of the
+    stored outcome, the human decision and the manifest entry (``view``: a
+    ``shared.declaration.RunView``; ``evaluate``: the tally's, given by the declaration, since the
+    tally renders with this module)."""
+    from workbench.core import report_md as md
+
+    c = view.summary.get("cons")
+    if not c:
+        return ["## Verdict", "", "No ballot was tallied yet.", ""]
+    payload = {"questionId": c["questionId"], "question": c["question"],
+               "consensusThreshold": c.get("consensusThreshold"), "minVoters": c.get("minVoters"),
+               "challengeRounds": c.get("challengeRounds"), "maxChallengeRounds": c.get("maxChallengeRounds"),
+               "votes": c.get("options") or []}
+    outcome = evaluate({k: v for k, v in payload.items() if v is not None})
+    date = (view.run.get("started_at") or "")[:10] or "—"
+    task = view.config.get("question_id") or c["questionId"]
+    report = render_markdown(outcome, date=date, task=task)
+    # The seed's report has its own title; as a section of this report its headings go one level down.
+    lines = ["#" + line if line.startswith("#") else line for line in report.split("\n")]
+    escalations = c.get("escalations") or []
+    if escalations or c.get("humanDecision"):
+        lines += ["## Human decision", ""]
+        lines += [f"- **{md.label(e.get('reason'))}**: {md.text(e.get('detail') or e.get('action') or '')}"
+                  for e in escalations]
+        decision = c.get("humanDecision")
+        if isinstance(decision, dict):
+            decision = decision.get("decision") or json.dumps(decision, ensure_ascii=False)
+        lines += [f"- **Decision**: {md.text(decision) if decision else 'none yet: a person must decide'}", ""]
+    entry = manifest_entry(outcome, date=date, task=task, title=view.run.get("label") or None)
+    lines += ["## Manifest entry", "", "The one-line entry CONS appends to the project's manifest:", "",
+              "```json", entry, "```", ""]
+    return lines

@@ -15,7 +15,8 @@ generator keeps its module's name, ``echo.restore.restore``, so the module stays
     verify      verification of the 6-hex suffix in the agent's own reply
     footer      ":: SYSTEM :: [Resonance: …] [Role: …] [State: …]" stamp and parse
     models      the anchor and session-seed records (pydantic)
-    inject      the three injection patterns' messages, and due_checks()
+    steps       Echo's steps: the templates of every text it sends (prompts/*.j2)
+    inject      the three injection patterns' calls, rendered from the steps, and due_checks()
     context     context budgets, overflow behaviours, and the simulated agent
     restore     the restoration state machine and its generator
     session     one session as a generator: turns, checks, restoration
@@ -59,15 +60,14 @@ from workbench.core.protocols.echo.footer import (
     stamp_footer,
 )
 from workbench.core.protocols.echo.inject import (
-    anchor_messages,
+    check_call,
     check_messages,
-    compaction_aware_messages,
-    context_seed_block,
     due_checks,
     pacemaker_messages,
     recite_prompt,
+    restoration_call,
     restoration_messages,
-    session_start_messages,
+    turn_call,
     turn_messages,
 )
 from workbench.core.protocols.echo.markers import (
@@ -113,8 +113,8 @@ __all__ = [
     "AGENT_TYPES", "PATTERNS", "ResonanceAnchor", "SessionSeed", "VerificationEntry", "anchor_key", "seed_key",
     "DEFAULT_INTERVAL", "DEFAULT_PROJECT", "EchoOptions", "check_patterns", "parse_echo_options",
     # injection, context, restoration, sessions
-    "anchor_messages", "check_messages", "compaction_aware_messages", "context_seed_block", "due_checks",
-    "pacemaker_messages", "recite_prompt", "restoration_messages", "session_start_messages", "turn_messages",
+    "check_call", "check_messages", "due_checks", "pacemaker_messages", "recite_prompt", "restoration_call",
+    "restoration_messages", "turn_call", "turn_messages",
     "BEHAVIOURS", "AgentContext", "ContextLimitError", "SimulatedAgent", "count_tokens",
     "summary_dropping_everything", "summary_keeping_markers",
     "STEPS", "RestorationContext", "RestorationOutcome", "Transition", "next_step",

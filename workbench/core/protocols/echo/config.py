@@ -15,16 +15,16 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from workbench.core.errors import InputError
 from workbench.core.limits import MAX_ECHO_INTERVAL, MAX_LIST_ITEMS, MAX_NAME_CHARS, MAX_RATIONALE_CHARS, MAX_RUN_AGENTS
 from workbench.core.protocols.echo.models import InjectionPattern
-from workbench.core.protocols.shared.validation import validate
+from workbench.core.protocols.shared.validation import NameCheck, validate
 
 DEFAULT_INTERVAL = 10  # turns between two checks ("about every 10 turns")
 DEFAULT_PROJECT = "Resonance Workbench"  # the project an anchor message names
 RECITAL_MAX_TOKENS = 256  # the output cap of a resonance check: the marker, persona, decisions and tasks recited
 ANY_AGENT = "*"
 
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS), NameCheck]
 Decision = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_RATIONALE_CHARS)]
-AgentName = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS)]
+AgentName = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS), NameCheck]
 
 
 class EchoOptions(BaseModel):

@@ -17,7 +17,9 @@ sizes matter here. When a message does not fit, the agent's overflow behaviour d
 
 :class:`SimulatedAgent` answers :class:`AgentCall` s from such a context with no provider. It
 recites a marker only if a full marker is still inside its window, so detection and restoration
-can be shown and tested deterministically.
+can be shown and tested deterministically. What it is asked it reads from the call's values
+(:func:`~.steps.echo_values`), never from the prompt's wording, so an edited template changes
+what fills its window but not what it takes itself to be asked.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from workbench.core.errors import InputError, WorkbenchError
 from workbench.core.protocols.echo.footer import stamp_footer
 from workbench.core.protocols.echo.markers import find_markers
+from workbench.core.protocols.echo.steps import asks_recital, echo_values
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply
 
 BEHAVIOURS: tuple[str, ...] = ("compaction", "hard_rejection", "silent_truncation")
@@ -133,13 +136,12 @@ class AgentContext:
                                 f"{self.budget} even after compaction")
 
 
-RECITE_CUES = ("recite the resonance marker", "[resonance check:")
-
-
 class SimulatedAgent:
     """A tiny deterministic agent: it recites a marker only while a full one is in its window.
 
-    ``answer(call)`` follows the step protocol: ``call.meta["new_session"]`` starts a new session
+    ``answer(call)`` follows the step protocol: it recites when the call asks for a recital (an
+    explicit check, or a request ending with the check token: :func:`~.steps.asks_recital`), and
+    otherwise notes the call's message; ``call.meta["new_session"]`` starts a new session
     (an empty window); the reply's ``meta["events"]`` lists the overflow events the agent is
     aware of (``compaction``, ``context_limit``); a refused request is a failed reply whose error
     starts with ``context_limit``. ``footers`` stamps a footer on every reply that has a marker.
@@ -182,15 +184,19 @@ class SimulatedAgent:
                              "hexes": self.hexes_in_window(), "used": self.context.used})
 
     def _compose(self, call: AgentCall, events: list[str]) -> str:
-        last = call.messages[-1].get("content", "") if call.messages else ""
         markers = find_markers(self.context.window_text())
-        if any(cue in last.lower() for cue in RECITE_CUES):
+        if asks_recital(call):
             text = (f'Resonance: "{markers[-1]}"' if markers
                     else "I cannot find a resonance marker in my context.")
         else:
-            words = last.split("[USER MESSAGE]")[-1].split()
+            words = str(echo_values(call).get("message", last_message(call))).split()
             text = "Noted: " + " ".join(words[:4])
         if self.footers and markers:
             state = "Recovering" if "compaction" in events else "Stable"
             text += "\n" + stamp_footer(markers[-1].hex, self.persona, state)
         return text
+
+
+def last_message(call: AgentCall) -> str:
+    """The call's last message: a session turn Echo added no text to is its query alone."""
+    return call.messages[-1].get("content", "") if call.messages else ""

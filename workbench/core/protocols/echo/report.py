@@ -78,3 +78,24 @@ def report_lines(sessions: Mapping[str, Mapping], failed_checks: Sequence[Mappin
                      + (f"; given “{md.text(inject['marker'])}”" if inject.get("marker") else "")
                      + (f" ({md.text(log['reason'])})" if log.get("reason") else "") + f". Steps: {path}.")
     return lines + [""]
+
+
+def section(view) -> list[str]:
+    """Echo's section of a wrapped run's report (``Protocol.report``): the sessions the runner
+    kept in the summary, the failed checks and the restorations (``view``: a
+    ``shared.declaration.RunView``). Agents run in parallel: everything in a stable order."""
+    sessions = view.summary.get("echo") or {}
+    failed = [{k: c[k] for k in ("agent", "turn", "trigger", "marker", "reply_excerpt")}
+              for c in view.records("echo_check") if c["success"] == 0]
+    failed.sort(key=lambda c: (str(c["agent"]), c["turn"] or 0))
+    episodes: dict[str, dict] = {}
+    for r in view.records("echo_restoration"):
+        ep = episodes.setdefault(r["restoration"], {"id": r["restoration"], "agent": r["agent"], "steps": []})
+        ep["steps"].append({"step": r["step"], "detail": r["detail"]})
+
+    def started(ep: dict) -> tuple:
+        log = next((s["detail"] for s in ep["steps"] if s["step"] == "log"), {}) or {}
+        return (str(ep["agent"]), log.get("turn") or 0)
+
+    ordered = {agent: sessions[agent] for agent in sorted(sessions)}
+    return report_lines(ordered, failed, sorted(episodes.values(), key=started))

@@ -6,7 +6,8 @@ persists as one ``echo_restorations`` row (``echo_records.persist_note``):
     log          "Resonance anchor lost at <timestamp>"
     read_seed    session_seed_{agent} is read (what it holds goes in the row)
     new_session  only when required (see RestorationContext.new_session_required)
-    inject       persona + settled decisions + active tasks + a NEW marker
+    inject       persona + settled decisions + active tasks + a NEW marker (the ``restore`` step's
+                 template; a stateless agent's ``context_seed``), with the recital request
     verify       "Recite the resonance marker": the one agent call, checked like any verification
     resume       verified: resume from the last checkpoint with the new marker
     escalate     not verified: escalate to the conductor
@@ -14,6 +15,10 @@ persists as one ``echo_restorations`` row (``echo_records.persist_note``):
 :func:`next_step` is the pure transition function. :func:`restore` is a step-protocol generator;
 given the transitions already persisted (``done``) it continues where an interrupted episode
 stopped, re-issuing the verify call if its answer was never recorded.
+
+The restoration prompt quotes the seed's recent exchange back to the agent: untrusted text, which
+reaches the template fenced (``RestorationContext.fence``, or a fresh fence), the fence kept in
+the verify call's ``meta``. The ``read_seed`` row holds the seed as the prompt shows it.
 """
 
 from __future__ import annotations
@@ -23,11 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from workbench.core.protocols.echo.config import DEFAULT_PROJECT, RECITAL_MAX_TOKENS
-from workbench.core.protocols.echo.inject import restoration_messages
+from workbench.core.protocols.echo.inject import restoration_call
 from workbench.core.protocols.echo.markers import Marker, parse_marker
 from workbench.core.protocols.echo.models import SessionSeed, next_session_id, seed_key, utc_now
 from workbench.core.protocols.echo.quoting import DEFAULT_QUOTING, Quoting
 from workbench.core.protocols.echo.verify import VerificationResult, verify_reply
+from workbench.core.protocols.shared.declaration import Prompts
+from workbench.core.protocols.shared.fencing import Fence, fenced
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 
 STEPS: tuple[str, ...] = ("log", "read_seed", "new_session", "inject", "verify", "resume", "escalate")
@@ -86,6 +93,7 @@ class RestorationContext:
     check_token: bool = True
     crew: tuple[str, ...] = ("conductor",)
     run_id: str | None = None
+    fence: Fence | None = None  # what the prompt's quoted recent exchange is fenced with (None: a fresh one)
 
     def log_detail(self) -> dict[str, Any]:
         return {"message": f"Resonance anchor lost at {self.lost_at}", "lost_at": self.lost_at,
@@ -131,18 +139,30 @@ def verify_key(restoration_id: str, agent: str) -> str:
 
 def restore(ctx: RestorationContext, *, new_marker: Callable[[], Marker],
             done: Sequence[Transition] = (), now: Callable[[], str] = utc_now,
-            quoting: Quoting = DEFAULT_QUOTING) -> Generator[Batch | Note, Any, RestorationOutcome]:
+            quoting: Quoting = DEFAULT_QUOTING,
+            prompts: Prompts | None = None) -> Generator[Batch | Note, Any, RestorationOutcome]:
     """Run (or continue) one restoration episode; returns its outcome.
 
     ``new_marker`` issues a marker never used before in the project (the driver's
     ``echo_records.issue_marker``); it is called once, at ``inject``, and the marker is then read
-    back from the inject row when an interrupted episode continues.
+    back from the inject row when an interrupted episode continues. ``prompts``: Echo's
+    templates (a run's own; the defaults when None).
     """
     transitions = list(done)
     check_sequence([t.step for t in transitions], new_session_required=ctx.new_session_required)
     session_id, new_session = ctx.session_id, False
     marker: Marker | None = None
     result: VerificationResult | None = None
+    call: AgentCall | None = None  # the verify call, made at inject (its messages are that row's)
+    fence = ctx.fence or (Fence() if ctx.seed.recent_exchange else None)
+
+    def verify_call(seed: SessionSeed) -> AgentCall:
+        return restoration_call(
+            ctx.pattern, seed, key=verify_key(ctx.restoration_id, ctx.agent), agent=ctx.agent, project=ctx.project,
+            check_token=ctx.check_token, prompts=prompts, fence=fence,
+            meta={"new_session": new_session, "restoration": ctx.restoration_id, "marker_hex": marker.hex,
+                  "turn": ctx.turn, "max_tokens": RECITAL_MAX_TOKENS})
+
     for t in transitions:
         if t.step == "new_session":
             session_id, new_session = t.detail["session_id"], True
@@ -158,24 +178,20 @@ def restore(ctx: RestorationContext, *, new_marker: Callable[[], Marker],
         if nxt == "log":
             detail = ctx.log_detail()
         elif nxt == "read_seed":
-            detail = {"key": seed_key(ctx.agent), **ctx.seed.seed_view()}
+            detail = {"key": seed_key(ctx.agent), **_as_shown(ctx.seed, fence).seed_view()}
         elif nxt == "new_session":
             session_id, new_session = next_session_id(ctx.session_id), True
             detail = {"session_id": session_id, "previous_session_id": ctx.session_id}
         elif nxt == "inject":
             marker = new_marker()
             seed = ctx.seed.model_copy(update={"resonance_marker": str(marker)})
+            call = verify_call(seed)
             detail = {"marker": str(marker), "hex": marker.hex, "persona": seed.persona,
                       "settled_decisions": list(seed.settled_decisions), "active_tasks": list(seed.active_tasks),
-                      "messages": restoration_messages(ctx.pattern, seed, ctx.project, check_token=ctx.check_token)}
+                      "messages": list(call.messages)}
         elif nxt == "verify":
             assert marker is not None
-            call = AgentCall(key=verify_key(ctx.restoration_id, ctx.agent), agent=ctx.agent, purpose="verify",
-                             messages=tuple(restoration_messages(ctx.pattern, seed, ctx.project,
-                                                                 check_token=ctx.check_token)),
-                             meta={"new_session": new_session, "restoration": ctx.restoration_id,
-                                   "marker_hex": marker.hex, "turn": ctx.turn,
-                                   "max_tokens": RECITAL_MAX_TOKENS})
+            call = call or verify_call(seed)  # an episode continued after its inject row
             replies = yield Batch((call,), label=f"Restoring {ctx.agent}: verify the new marker")
             reply: AgentReply | None = (replies or {}).get(call.key)
             text, error = (reply.text, reply.error) if reply else (None, "no reply")
@@ -200,6 +216,14 @@ def restore(ctx: RestorationContext, *, new_marker: Callable[[], Marker],
         status="resumed" if step == "resume" else "escalated",
         new_marker=marker if step == "resume" else None, session_id=session_id,
         new_session=new_session, result=result, transitions=tuple(transitions))
+
+
+def _as_shown(seed: SessionSeed, fence: Fence | None) -> SessionSeed:
+    """The seed as the restoration prompt shows it: its recent exchange in ``fence`` (the
+    escapes are counted once, when the prompt is rendered)."""
+    if fence is None or not seed.recent_exchange:
+        return seed
+    return seed.model_copy(update={"recent_exchange": [fenced("; ".join(seed.recent_exchange), fence.name)]})
 
 
 def context_from_log(restoration_id: str, agent: str, seed: SessionSeed, log: Transition, *,

@@ -16,10 +16,12 @@ stateless agents, whose every reply is verified silently. A failed check starts 
 once; if it escalates, the session stops.
 
 The stateless seed block quotes the recent exchange (earlier queries and the agent's replies)
-back to the agent: that text is untrusted, so it goes in a fence drawn fresh for the call
-(:func:`fenced_seed`; ``meta["delimiter"]``, ``meta["fence_escapes"]``), and a recital copied
-from it counts for nothing. A footer counts only in the agent's own words, and never as the
-recital: a reply that is only a footer line is not trusted (:func:`watch_footer`).
+back to the agent: that text is untrusted, an untrusted variable of the ``context_seed`` template,
+so it goes in a fence drawn fresh for the call (``meta["delimiter"]``, ``meta["fence_escapes"]``),
+and a recital copied from it counts for nothing. A footer counts only in the agent's own words,
+and never as the recital: a reply that is only a footer line is not trusted (:func:`watch_footer`).
+Every text the session sends is rendered from Echo's templates (``prompts``: a run's own, or the
+defaults; see :mod:`.steps`).
 """
 
 from __future__ import annotations
@@ -33,18 +35,15 @@ from pydantic import BaseModel, Field
 
 from workbench.core.protocols.echo.footer import find_footer
 from workbench.core.protocols.echo.config import DEFAULT_INTERVAL, DEFAULT_PROJECT, RECITAL_MAX_TOKENS
-from workbench.core.protocols.echo.inject import (
-    check_messages,
-    due_checks,
-    turn_messages,
-)
+from workbench.core.protocols.echo.inject import check_call, due_checks, turn_call
 from workbench.core.protocols.echo.markers import Marker, MarkerIssuer
 from workbench.core.protocols.echo.models import InjectionPattern, SessionSeed, VerificationEntry, utc_now
 from workbench.core.protocols.echo.quoting import DEFAULT_QUOTING, Quoting
 from workbench.core.protocols.echo.restore import RestorationContext, RestorationOutcome, restore
 from workbench.core.protocols.echo.verify import recital_text, verify_reply
-from workbench.core.protocols.shared.fencing import Fence, drop_fence_tokens
-from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note, drive
+from workbench.core.protocols.shared.declaration import Prompts
+from workbench.core.protocols.shared.fencing import drop_fence_tokens
+from workbench.core.protocols.shared.steps import AgentReply, Batch, Note, drive
 
 if TYPE_CHECKING:
     from workbench.core.protocols.echo.context import SimulatedAgent
@@ -113,9 +112,11 @@ def _events(reply: AgentReply | None) -> set[str]:
 
 def echo_session(plan: EchoPlan, marker: Marker, *, new_marker: Callable[[], Marker],
                  now: Callable[[], str] = utc_now, retrieved: bool = False,
-                 quoting: Quoting = DEFAULT_QUOTING) -> Generator[Batch | Note, Any, EchoSessionSummary]:
+                 quoting: Quoting = DEFAULT_QUOTING,
+                 prompts: Prompts | None = None) -> Generator[Batch | Note, Any, EchoSessionSummary]:
     """Run one session. ``marker`` is new (issued by the driver), or ``retrieved`` from the agent's
-    stored anchor: then it is not given again, and the boot check tests continuity."""
+    stored anchor: then it is not given again, and the boot check tests continuity. ``prompts``:
+    Echo's templates (the defaults when None)."""
     agent, pattern = plan.agent, plan.pattern
     seed = SessionSeed(agent=agent, persona=plan.persona, active_tasks=plan.active_tasks,
                        settled_decisions=plan.settled_decisions, resonance_marker=str(marker),
@@ -135,27 +136,22 @@ def echo_session(plan: EchoPlan, marker: Marker, *, new_marker: Callable[[], Mar
             reasons = due_checks(turn, events, pattern, plan.interval, last_check=last_check,
                                  key_decision=key_decision)
             if reasons:
-                call = AgentCall(key=f"echo/{agent}/check/{turn}", agent=agent, purpose="verify",
-                                 messages=tuple(check_messages(pattern, st.seed, start=st.start_pending,
-                                                               project=plan.project, check_token=plan.check_token)),
-                                 round_no=turn, meta={"turn": turn, "reasons": list(reasons),
-                                                      "max_tokens": RECITAL_MAX_TOKENS})
+                call = check_call(pattern, st.seed, key=f"echo/{agent}/check/{turn}", agent=agent,
+                                  start=st.start_pending, project=plan.project, check_token=plan.check_token,
+                                  prompts=prompts, round_no=turn,
+                                  meta={"turn": turn, "reasons": list(reasons), "max_tokens": RECITAL_MAX_TOKENS})
                 replies = yield Batch((call,), label=f"Turn {turn}: resonance check ({', '.join(reasons)})")
                 reply = (replies or {}).get(call.key)
                 st.start_pending = False
                 st.wall = st.wall or CONTEXT_LIMIT in _events(reply)
-                yield from _check(plan, st, reply, reasons, turn, new_marker, now, quoting)
+                yield from _check(plan, st, reply, reasons, turn, new_marker, now, quoting, prompts)
                 last_check = turn
                 if st.escalated:
                     break
         events = set()
-        fence = Fence()
-        shown = fenced_seed(st.seed, fence) if pattern == "stateless" else st.seed
-        call = AgentCall(key=f"echo/{agent}/turn/{turn}", agent=agent, purpose="turn",
-                         messages=tuple(turn_messages(pattern, shown, query, start=st.start_pending,
-                                                      project=plan.project, check_token=plan.check_token)),
-                         round_no=turn, meta={"turn": turn, "key_decision": key_decision,
-                                              **(fence.meta() if shown is not st.seed else {})})
+        call = turn_call(pattern, st.seed, query, key=f"echo/{agent}/turn/{turn}", agent=agent,
+                         start=st.start_pending, project=plan.project, check_token=plan.check_token,
+                         prompts=prompts, round_no=turn, meta={"turn": turn, "key_decision": key_decision})
         replies = yield Batch((call,), label=f"Turn {turn}")
         reply = (replies or {}).get(call.key)
         turns, st.start_pending = turn, False
@@ -170,7 +166,7 @@ def echo_session(plan: EchoPlan, marker: Marker, *, new_marker: Callable[[], Mar
         if pattern == "stateless":
             reasons = due_checks(turn, events, pattern, plan.interval, last_check=last_check,
                                  key_decision=key_decision)
-            yield from _check(plan, st, reply, reasons, turn, new_marker, now, quoting)
+            yield from _check(plan, st, reply, reasons, turn, new_marker, now, quoting, prompts)
             last_check, events = turn, set()
             if st.escalated:
                 break
@@ -194,7 +190,7 @@ def echo_session(plan: EchoPlan, marker: Marker, *, new_marker: Callable[[], Mar
 
 
 def _check(plan: EchoPlan, st: _State, reply: AgentReply | None, reasons: tuple[str, ...], turn: int,
-           new_marker: Callable[[], Marker], now: Callable[[], str], quoting: Quoting):
+           new_marker: Callable[[], Marker], now: Callable[[], str], quoting: Quoting, prompts: Prompts | None):
     text, error = (reply.text, reply.error) if reply else (None, "no reply")
     result = verify_reply(text, st.marker, quoting=quoting, error=error)
     st.checks += 1
@@ -212,12 +208,13 @@ def _check(plan: EchoPlan, st: _State, reply: AgentReply | None, reasons: tuple[
     if needs_new is None:
         needs_new = plan.pattern == "stateful" or st.wall
     ctx = RestorationContext(  # its prompt quotes the recent exchange back: fenced, as in a turn
-        restoration_id=f"restore-{st.marker.hex}", agent=plan.agent, seed=fenced_seed(st.seed, Fence()),
+        restoration_id=f"restore-{st.marker.hex}", agent=plan.agent, seed=st.seed,
         lost_marker=str(st.marker), lost_at=entry.time, session_id=st.session_id, pattern=plan.pattern,
         new_session_required=needs_new, project=plan.project, turn=turn, reason=result.reason,
         check_token=plan.check_token, crew=tuple(plan.crew), run_id=plan.run_id)
     st.restorations.append(ctx.restoration_id)
-    outcome: RestorationOutcome = yield from restore(ctx, new_marker=new_marker, now=now, quoting=quoting)
+    outcome: RestorationOutcome = yield from restore(ctx, new_marker=new_marker, now=now, quoting=quoting,
+                                                     prompts=prompts)
     notes, st.seed = outcome_notes(outcome, pattern=plan.pattern, run_id=plan.run_id, lost_hex=st.marker.hex,
                                    seed=st.seed, turn=turn, now=now)
     for note in notes:
@@ -273,14 +270,6 @@ def watch_footer(agent: str, footer_states: list[dict[str, Any]], marker_hex: st
         yield Note("echo.footer", f"{agent}: footer state {footer.state}",
                    data={"agent": agent, "turn": turn, **extra, **footer.model_dump()})
     return footer.state != "Stable" or footer.resonance != marker_hex
-
-
-def fenced_seed(seed: SessionSeed, fence: Fence) -> SessionSeed:
-    """The seed as a prompt shows it: its recent exchange (quoted text, untrusted) in ``fence``.
-    The stored seed is unchanged; a seed with no recent exchange is returned as it is."""
-    if not seed.recent_exchange:
-        return seed
-    return seed.model_copy(update={"recent_exchange": [fence.wrap("; ".join(seed.recent_exchange))]})
 
 
 def footer_only(text: str, quoting: Quoting = DEFAULT_QUOTING) -> bool:

@@ -16,9 +16,14 @@ of its batches the wrapper keeps one Echo session (see :mod:`.echo_session` for 
   agent's own text, outside quoted artifacts (the run's fences, ``call.meta["delimiter"]``) and
   outside footer lines (a copied footer recites nothing).
 - **Quoting back.** The pacemaker's "Recent exchange" quotes earlier messages and replies back to
-  the agent: it is untrusted text, fenced with the call's fence (the protocol's
-  ``meta["delimiter"]`` when it has one, else a fresh one, stored there), escapes counted in
-  ``meta["fence_escapes"]``. Excerpts keep no fence lines of their own.
+  the agent: it is untrusted text (an untrusted variable of the ``context_seed`` template), fenced
+  with the call's fence (the protocol's ``meta["delimiter"]`` when it has one, else a fresh one,
+  stored there), escapes counted in ``meta["fence_escapes"]``. Excerpts keep no fence lines of
+  their own.
+- **Prompts.** Every text Echo adds or sends is a step's template (:mod:`.steps`), rendered through
+  the run's Echo templates (``prompts``; its config's ``prompts["echo.STEP"]``). A protocol call
+  Echo dresses keeps its own step and template hash; ``meta["echo"]`` adds Echo's ``step`` and
+  ``inputs`` (the values the simulated panel reads).
 - **A failed check** runs :func:`echo_restore.restore` for that agent at once, with a new marker
   from ``issue_marker("echo/<agent>/restore/<n>")``; its verify call is keyed
   ``echo/<agent>/restore/<n>/verify``. An escalation yields a ``warning`` note; the agent keeps
@@ -48,12 +53,7 @@ from workbench.core.protocols.echo.config import (
     check_patterns,
     parse_echo_options,
 )
-from workbench.core.protocols.echo.inject import (
-    check_messages,
-    due_checks,
-    pacemaker_messages,
-    session_start_messages,
-)
+from workbench.core.protocols.echo.inject import carrier, check_call, due_checks, echo_call
 from workbench.core.protocols.echo.markers import Marker, generate_marker, make_rng
 from workbench.core.protocols.echo.models import SessionSeed, VerificationEntry, utc_now
 from workbench.core.protocols.echo.quoting import Quoting
@@ -64,11 +64,11 @@ from workbench.core.protocols.echo.session import (  # the session's own note fo
     _anchor_note,
     _seed_note,
     _verification_note,
-    fenced_seed,
     outcome_notes,
     watch_footer,
 )
 from workbench.core.protocols.echo.verify import verify_reply
+from workbench.core.protocols.shared.declaration import Prompts
 from workbench.core.protocols.shared.fencing import Fence, drop_fence_tokens, fenced
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 
@@ -123,15 +123,16 @@ def strip_echo_trailer(text: str | None) -> str | None:
 
 
 def with_echo(gen: Generator, cfg: Any, *, run_id: str | None, issue_marker: IssueMarker | None,
-              now: Callable[[], str] = utc_now) -> Generator[Batch | Note, Any, Any]:
+              now: Callable[[], str] = utc_now, prompts: Prompts | None = None) -> Generator[Batch | Note, Any, Any]:
     """Wrap ``gen`` (any protocol's step generator) in Resonance Echo as ``cfg.echo`` says.
 
     ``issue_marker(key)`` returns the marker for ``key``, the same one again for the same key
     (``echo_records.issue_marker_for``); without it markers come from the run seed, in memory.
+    ``prompts``: Echo's templates for the run (its provenance's); None: the defaults.
     Options are validated here, before the first step.
     """
     options = echo_options(cfg)
-    return _EchoRun(cfg, options, run_id, issue_marker or _memory_issuer(cfg.seed), now).run(gen)
+    return _EchoRun(cfg, options, run_id, issue_marker or _memory_issuer(cfg.seed), now, prompts).run(gen)
 
 
 def _memory_issuer(seed: int) -> IssueMarker:
@@ -193,6 +194,18 @@ def _last_user(messages) -> str:
     return next((m.get("content", "") for m in reversed(messages) if m.get("role") == "user"), "")
 
 
+def _carried(made, messages: list[dict]) -> list[dict]:
+    """The protocol's ``messages`` as an Echo step carries them (``made``: the step rendered with
+    the protocol's last user message as its ``message``): the step's system messages first, its
+    other messages in place of that user message (at the end when there is none)."""
+    head = [dict(m) for m in made if m.get("role") == "system"]
+    body = [dict(m) for m in made if m.get("role") != "system"]
+    i = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)
+    if i is None:
+        return head + messages + body
+    return head + messages[:i] + body + messages[i + 1:]
+
+
 def quoting_for(call: AgentCall) -> Quoting:
     """What counts as quoted data in a reply to ``call``: the run's artifact fences
     (``call.meta["delimiter"]``: a fence name, or an ``[open, close]`` pair), the texts fenced in
@@ -215,8 +228,9 @@ def quoting_for(call: AgentCall) -> Quoting:
 
 class _EchoRun:
     def __init__(self, cfg: Any, options: EchoOptions, run_id: str | None, issue: IssueMarker,
-                 now: Callable[[], str]):
+                 now: Callable[[], str], prompts: Prompts | None = None):
         self.cfg, self.opt, self.run_id, self.issue, self.now = cfg, options, run_id, issue, now
+        self.prompts = prompts
         self.sessions: dict[str, _Session] = {}
         self.patterns: dict[str, str | None] = {}
         task = f"{cfg.protocol.upper()} run" + (f": {cfg.query}" if getattr(cfg, "query", "") else "")
@@ -296,28 +310,26 @@ class _EchoRun:
                          "error_kind": None if ok else (_error_kind(reply) if reply else "error")})
 
     def _dress(self, call: AgentCall) -> AgentCall:
-        """The call as sent: the marker injected per the agent's pattern, and ``meta["echo"]``."""
+        """The call as sent: the marker injected per the agent's pattern (the context seed in every
+        call of a stateless agent, the anchor in a session's first), and ``meta["echo"]``."""
         s = self.sessions[call.agent]
         messages = [dict(m) for m in call.messages]
         meta = dict(call.meta)
-        if not s.escalated and s.pattern == "stateless":
-            i = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)
-            query = messages[i]["content"] if i is not None else ""
-            seed = s.seed
-            if seed.recent_exchange:  # quoted back to the agent: untrusted, in the call's fence
+        echo = self._meta(s, s.turns + 1, call.messages)
+        dressed = not s.escalated and (s.pattern == "stateless" or not s.started)
+        step, values = carrier(s.pattern, s.seed, _last_user(messages), start=True, project=self.opt.project,
+                               check_token=self.opt.check_token) if dressed else (None, None)
+        if step is not None:
+            fence = None
+            if values.get("recent_exchange"):  # quoted back to the agent: untrusted, in the call's fence
                 own = meta.get("delimiter")
                 fence = Fence(own, meta.get("fence_escapes", 0)) if isinstance(own, str) and own else Fence()
-                seed = fenced_seed(seed, fence)
-                meta.update(fence.meta())
-            (paced,) = pacemaker_messages(seed, query, check_token=self.opt.check_token)
-            if i is None:
-                messages.append(paced)
-            else:
-                messages[i] = {**messages[i], "content": paced["content"]}
-        elif not s.escalated and not s.started:
-            messages = session_start_messages(s.pattern, s.seed, self.opt.project) + messages
-        return replace(call, messages=tuple(messages),
-                       meta={**meta, "echo": self._meta(s, s.turns + 1, call.messages)})
+            made = echo_call(step, values, key=call.key, agent=call.agent, purpose=call.purpose,
+                             prompts=self.prompts, fence=fence)
+            messages = _carried(made.messages, messages)
+            meta.update({k: made.meta[k] for k in ("delimiter", "fence_escapes") if k in made.meta})
+            echo.update(step=step, inputs=made.meta["inputs"])
+        return replace(call, messages=tuple(messages), meta={**meta, "echo": echo})
 
     def _after(self, call: AgentCall, sent: AgentCall, reply: AgentReply | None):
         """One turn done: record it, watch the footer, check a stateless reply silently; returns
@@ -355,10 +367,9 @@ class _EchoRun:
             turn = s.turns + 1
             reasons = due_checks(turn, s.events, s.pattern, self.opt.interval, last_check=s.last_check)
             if reasons:
-                messages = check_messages(s.pattern, s.seed, start=not s.started, project=self.opt.project,
-                                          check_token=self.opt.check_token)
-                due.append((s, turn, reasons, AgentCall(
-                    key=f"echo/{agent}/check/{turn}", agent=agent, purpose="verify", messages=tuple(messages),
+                due.append((s, turn, reasons, check_call(
+                    s.pattern, s.seed, key=f"echo/{agent}/check/{turn}", agent=agent, start=not s.started,
+                    project=self.opt.project, check_token=self.opt.check_token, prompts=self.prompts,
                     round_no=turn, meta={"turn": turn, "reasons": list(reasons), "echo": self._meta(s, turn),
                                          "max_tokens": RECITAL_MAX_TOKENS})))
         if not due:
@@ -401,19 +412,17 @@ class _EchoRun:
         # when a resumed run sends it again.
         named = s.seed.model_copy(update={"last_checkpoint": f"turn {s.checkpoint_turn}" if s.checkpoint_turn
                                           else "session start"})
-        fence, quoted = Fence(), bool(named.recent_exchange)  # the restoration prompt quotes it back too
-        named = fenced_seed(named, fence)
-        fenced_meta = fence.meta() if quoted else {}
-        ctx = RestorationContext(
+        ctx = RestorationContext(  # its prompt quotes the recent exchange back: restore() fences it
             restoration_id=f"restore-{s.marker.hex}", agent=s.agent, seed=named, lost_marker=str(s.marker),
             lost_at=lost_at, session_id=s.session_id, pattern=s.pattern,
             new_session_required=s.pattern == "stateful" or s.wall, project=self.opt.project, turn=turn,
             reason=reason, check_token=self.opt.check_token, run_id=self.run_id)
         s.restorations.append(ctx.restoration_id)
         n = len(s.restorations)
-        engine = restore(ctx, new_marker=lambda: self.issue(f"echo/{s.agent}/restore/{n}"), now=self.now)
+        engine = restore(ctx, new_marker=lambda: self.issue(f"echo/{s.agent}/restore/{n}"), now=self.now,
+                         prompts=self.prompts)
         verify_key = f"echo/{s.agent}/restore/{n}/verify"
-        outcome = yield from self._relay(engine, s, verify_key, fenced_meta)
+        outcome = yield from self._relay(engine, s, verify_key)
         notes, s.seed = outcome_notes(outcome, pattern=s.pattern, run_id=self.run_id, lost_hex=s.marker.hex,
                                       seed=s.seed, turn=turn, now=self.now)
         for note in notes:
@@ -427,15 +436,14 @@ class _EchoRun:
                    data={"agent": s.agent, "echo": "escalated", "restoration": ctx.restoration_id,
                          "turn": turn, "run_id": self.run_id})
 
-    def _relay(self, engine: Generator, s: _Session, verify_key: str, fenced_meta: dict):
+    def _relay(self, engine: Generator, s: _Session, verify_key: str):
         """Drive a restoration: its calls get run-stable keys (the engine's key holds the lost hex)."""
         try:
             item = next(engine)
             while True:
                 if isinstance(item, Batch):
                     keys = {f"{verify_key}/{i}" if i else verify_key: c for i, c in enumerate(item.calls)}
-                    sent = {k: replace(c, key=k, meta={**c.meta, **fenced_meta,
-                                                       "echo": self._meta(s, c.meta.get("turn"))})
+                    sent = {k: replace(c, key=k, meta={**c.meta, "echo": self._meta(s, c.meta.get("turn"))})
                             for k, c in keys.items()}
                     got = (yield Batch(tuple(sent.values()), item.label)) or {}
                     for k, c in sent.items():

@@ -36,6 +36,8 @@ from workbench.core.limits import (
     MAX_FINDINGS,
     MAX_NAME_CHARS,
     MAX_RATIONALE_CHARS,
+    check_context,
+    check_name,
     check_text,
     too_long,
     too_many,
@@ -112,7 +114,7 @@ def _check_name(value: object) -> str:
     name = value.strip()
     if not name:
         raise ValueError("must not be empty")
-    return name
+    return check_name(name)  # SPEC §11: no control character in an id
 
 
 def _describe(value: object) -> str:
@@ -205,6 +207,12 @@ class Finding(BaseModel):
     @classmethod
     def _claim(cls, value: object) -> object:
         return _limited(value, MAX_CLAIM_CHARS)
+
+    @field_validator("context")
+    @classmethod
+    def _context(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_context(value, "")  # sent to every voter, like the claim
+        return value
 
     @field_validator("threshold", mode="before")
     @classmethod

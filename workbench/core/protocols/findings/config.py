@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from workbench.core.errors import InputError
-from workbench.core.limits import MAX_CLAIM_CHARS, MAX_FINDINGS, MAX_LIST_ITEMS, MAX_NAME_CHARS
-from workbench.core.protocols.shared.validation import validate
+from workbench.core.limits import MAX_CLAIM_CHARS, MAX_FINDINGS, MAX_LIST_ITEMS, MAX_NAME_CHARS, check_context
+from workbench.core.protocols.shared.validation import NameCheck, validate
 
 DEFAULT_THRESHOLD = 0.6  # a finding is confirmed at a score at or above it
 THRESHOLD_RANGE = (-1, 1)  # a score's own range: every vote a full challenge .. a full confirm
 
 Threshold = Annotated[float, Field(strict=True, ge=THRESHOLD_RANGE[0], le=THRESHOLD_RANGE[1])]
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS), NameCheck]
 Claim = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_CLAIM_CHARS)]
 
 
@@ -31,6 +31,12 @@ class FindingSpec(BaseModel):
     claim: Claim
     context: dict[str, Any] = Field(default_factory=dict)
     threshold: Threshold | None = None
+
+    @field_validator("context")
+    @classmethod
+    def _bounded_context(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_context(value, "")  # sent to every voter, like the claim
+        return value
 
 
 class FindingsOptions(BaseModel):

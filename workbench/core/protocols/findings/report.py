@@ -59,3 +59,18 @@ def report_lines(results: Sequence[Mapping], *, threshold: float | None, claims:
             lines += md.table(["Agent", "Vote", "Confidence", "Reason"], rows)
             lines.append("")
     return lines
+
+
+def section(view) -> list[str]:
+    """The findings' section of a run's report (``Protocol.report``), from the stored run's
+    findings and finding votes (``view``: a ``shared.declaration.RunView``)."""
+    results = view.summary.get("findings") or []
+    ids = {f["id"] for f in results}
+    claims = {f.get("id"): f.get("claim") for f in view.config.get("findings") or [] if isinstance(f, dict)}
+    claims.update({f["id"]: f["claim"] for f in view.records("finding") if f["id"] in ids})
+    votes: dict[str, list[dict]] = {}
+    for v in view.records("finding_vote"):
+        votes.setdefault(v["finding_id"], []).append(v)
+    for cast in votes.values():  # calls run in parallel: by agent (each agent's votes in the order cast)
+        cast.sort(key=lambda v: str(v["agent"]))
+    return report_lines(results, threshold=view.config.get("threshold"), claims=claims, votes=votes)

@@ -25,10 +25,10 @@ from workbench.core.limits import (
     MAX_VOTE_CELLS,
     too_many,
 )
-from workbench.core.protocols.shared.validation import input_error
+# Tier names, in the order results are listed (SPEC §1 "Order of results"), are named once, in shared.tiers.
+from workbench.core.protocols.shared.tiers import TIERS
+from workbench.core.protocols.shared.validation import NameCheck, NameStr, input_error
 
-# Tier names, in the order results are listed (SPEC §1 "Order of results").
-TIERS = ("positive_consensus", "positive_polar", "negative_polar", "negative_consensus")
 # Every comparison against theta and tau allows this much floating-point slack (SPEC §1).
 TOL = 1e-9
 # Above this many distinct weighted sums the empty-polar check gives up instead of enumerating.
@@ -59,8 +59,8 @@ def _vote(value: object) -> int | None:
     raise ValueError(f"a vote is 1, 0 or null (true/false also accepted), got {value!r}")
 
 
-AgentId = Annotated[str, BeforeValidator(_agent_id), Field(min_length=1, max_length=MAX_NAME_CHARS)]
-Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
+AgentId = Annotated[str, BeforeValidator(_agent_id), Field(min_length=1, max_length=MAX_NAME_CHARS), NameCheck]
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS), NameCheck]
 Vote = Annotated[int | None, BeforeValidator(_vote)]
 
 
@@ -111,7 +111,7 @@ class RcpSettings(BaseModel):
 
     model_config = ConfigDict(strict=True)
 
-    reference: str | None = Field(None, max_length=MAX_NAME_CHARS, description="the reference cluster; default: the first")
+    reference: NameStr | None = Field(None, max_length=MAX_NAME_CHARS, description="the reference cluster; default: the first")
     theta: Theta = DEFAULT_THETA
     tau: Tau = DEFAULT_TAU
     weighted: bool = False
@@ -173,9 +173,10 @@ class Artifact(BaseModel):
     model_config = ConfigDict(strict=True, frozen=True)
 
     id: Name
-    author: str | None = Field(None, max_length=MAX_NAME_CHARS)
+    author: NameStr | None = Field(None, max_length=MAX_NAME_CHARS)
     # one vote per agent at most: a longer object names agents that are not in the panel
-    votes: dict[str, Vote] = Field(default_factory=dict, max_length=MAX_CLASSIFY_AGENTS)
+    votes: dict[Annotated[str, Field(max_length=MAX_NAME_CHARS), NameCheck], Vote] = Field(
+        default_factory=dict, max_length=MAX_CLASSIFY_AGENTS)
 
 
 CLUSTER_KEYS = frozenset({"name", "agents", "theta", "weight"})

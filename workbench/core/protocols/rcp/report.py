@@ -138,3 +138,19 @@ def report_lines(summary: Mapping, *, reference: str, tau: float | None, artifac
     for i, rnd in enumerate(rounds):
         lines += round_lines(rnd, reference, artifacts, votes, last=i == len(rounds) - 1)
     return lines
+
+
+def section(view) -> list[str]:
+    """RCP's section of a run's report (``Protocol.report``), from the stored run's artifacts
+    and votes (``view``: a ``shared.declaration.RunView``)."""
+    artifacts = {a["key"]: {"author": a["author"], "cluster": a["cluster"], "text": a["text"]}
+                 for a in view.records("artifact")}
+    votes: dict[str, list[dict]] = {}
+    for v in view.records("vote"):
+        votes.setdefault(v["artifact"], []).append({k: v[k] for k in ("voter", "value", "status", "reason")})
+    for cast in votes.values():
+        cast.sort(key=lambda v: str(v["voter"]))
+    clusters = view.config.get("clusters") or []
+    reference = view.config.get("reference") or (clusters[0]["name"] if clusters else "")
+    return report_lines(view.summary, reference=reference, tau=view.config.get("tau"), artifacts=artifacts,
+                        votes=votes)

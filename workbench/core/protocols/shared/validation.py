@@ -12,14 +12,34 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence, Sized
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, ValidationError, ValidationInfo
 
 from workbench.core.errors import InputError, field_path
-from workbench.core.limits import too_long, too_many
+from workbench.core.limits import check_name, too_long, too_many
 
 M = TypeVar("M", bound=BaseModel)
+
+
+#: Validation context for a model built from names another model has already checked.
+NAMES_CHECKED = {"names_checked": True}
+
+
+def _name(value: str, info: ValidationInfo) -> str:
+    """SPEC §11: an id or a name carries no control character (``limits.check_name``). A run
+    configuration stored before the rule (validated with ``context={"stored": True}``) still
+    resumes; what it shows is escaped on the way out."""
+    context = info.context or {}
+    if context.get("stored") or context.get("names_checked"):
+        return value
+    return check_name(value)
+
+
+#: The check, placed after any ``StringConstraints`` (so a blank is "empty" and a long one "too long" first).
+NameCheck = AfterValidator(_name)
+#: A string that is an id or a name: ``id: NameStr = Field(min_length=1, max_length=MAX_NAME_CHARS)``.
+NameStr = Annotated[str, NameCheck]
 
 _KIND = {
     "float_type": "must be a number", "float_parsing": "must be a number", "finite_number": "must be a finite number",
