@@ -20,7 +20,9 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 run: $(PKG)
 	$(BIN)/rwb gui --demo
 
+# The lint first (pyproject's [tool.ruff]; docs/development.md): a failing check stops before pytest.
 test: $(PKG)
+	$(BIN)/ruff check workbench tests bench
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Issue 17's benchmarks, one table with PASS/FAIL marks (docs/performance.md); exits 1 when a

@@ -14,7 +14,8 @@ DATA = {
     "workbench._data.resources.fonts": ("resources/fonts", ["*.ttf", "LICENSE-*.txt", "README.md"]),
     "workbench._data.resources.icons": ("resources/icons", ["*.svg", "*.png"]),
     "workbench._data.resources.help": ("resources/help", ["*.md"]),  # Help ▸ Protocol Notes
-    "workbench._data.samples": ("sample_runs", ["*.json", "*.yaml", "*.yml", "*.rwb", "README.md"]),
+    # *.jsonl: the datasets the ground-truth samples (SPEC §8) ask
+    "workbench._data.samples": ("sample_runs", ["*.json", "*.jsonl", "*.yaml", "*.yml", "*.rwb", "README.md"]),
     "workbench._data.docs": ("docs", ["protocols.md"]),
 }
 

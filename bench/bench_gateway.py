@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from tests.support.fake_llm_server import FakeLLMServer, Reply  # noqa: E402
-from workbench.services.llm.gateway import Gateway, warm_up  # noqa: E402
+from tests.support.fake_llm_server import FakeLLMServer, Reply
+from workbench.services.llm.gateway import Gateway, warm_up
 
 MESSAGES = [{"role": "user", "content": "Should the city close its downtown to private cars?"}]
 

@@ -15,11 +15,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from tests.support.fake_llm_server import FakeLLMServer, Reply  # noqa: E402
-from workbench.core.runs.config import parse_run_config  # noqa: E402
-from workbench.core.project.store import Store  # noqa: E402
-from workbench.services.llm.gateway import warm_up  # noqa: E402
-from workbench.services.runs.runner import Runner  # noqa: E402
+from tests.support.fake_llm_server import FakeLLMServer, Reply
+from workbench.core.project.store import Store
+from workbench.core.runs.config import parse_run_config
+from workbench.services.llm.gateway import warm_up
+from workbench.services.runs.runner import Runner
 
 LATENCY_S = float(os.environ.get("LATENCY_S", "0.2"))
 

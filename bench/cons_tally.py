@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workbench.core.protocols.cons.models import parse_question  # noqa: E402
-from workbench.core.protocols.cons.tally import classify_payload, tally  # noqa: E402
+from workbench.core.protocols.cons.models import parse_question
+from workbench.core.protocols.cons.tally import classify_payload, tally
 
 OPTIONS = ("A", "B", "C", "D", "E")
 

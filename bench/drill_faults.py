@@ -56,8 +56,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from _figures import Figure, emit  # noqa: E402
-from tests.support.fake_llm_server import FakeLLMServer, Reply  # noqa: E402
+from _figures import Figure, emit
+from tests.support.fake_llm_server import FakeLLMServer, Reply
 
 GROUP = "Fault drills"
 MODEL = "openai/fake-model"

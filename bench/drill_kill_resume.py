@@ -74,7 +74,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from _figures import Figure, emit  # noqa: E402
+from _figures import Figure, emit
 
 GROUP = "Fault drills"
 CORPUS = REPO.parent / "shared" / "corpus" / "arm-protocol"
@@ -542,9 +542,9 @@ def median_ms(values: list[float]) -> float | None:
 
 
 def figures_of(results: dict[str, Tally], planned: dict[str, int], skipped: str | None, sizes: str) -> list[Figure]:
-    per = lambda attr: ", ".join(f"{w} {len(getattr(t, attr))}" for w, t in results.items())  # noqa: E731
-    example = lambda attr: "; ".join(x for t in results.values() for x in getattr(t, attr))[:300]  # noqa: E731
-    count = lambda attr: sum(len(getattr(t, attr)) for t in results.values())  # noqa: E731
+    per = lambda attr: ", ".join(f"{w} {len(getattr(t, attr))}" for w, t in results.items())
+    example = lambda attr: "; ".join(x for t in results.values() for x in getattr(t, attr))[:300]
+    count = lambda attr: sum(len(getattr(t, attr)) for t in results.values())
     kills = sum(t.kills for t in results.values())
     every = list(results.values())
     reopen_all = [x for t in every for x in t.reopen_s]

@@ -43,7 +43,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from _figures import Figure, emit  # noqa: E402
+from _figures import Figure, emit
 
 GROUP = "Fault drills"
 FINDINGS = 10
@@ -243,7 +243,7 @@ def drill(clients: int, votes_each: int, agents: int) -> list[Figure]:
     during = sum(began <= datetime.fromisoformat(f.replace("Z", "+00:00")).timestamp() <= ended for f in finished)
     rcp_expected = agents * (agents - 1) * len(cli_runs)
     rcp_votes = sum(v for v, _ in rcp)
-    ms = lambda s: round(1000 * s, 1) if s is not None else None  # noqa: E731
+    ms = lambda s: round(1000 * s, 1) if s is not None else None
     retries = sum(r["retries"] for r in results) + gui_stats["retries"]
     return [
         Figure(GROUP, "concurrent writers: MCP votes lost", len(wanted - stored), "votes", ("==", 0),

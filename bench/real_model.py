@@ -7,12 +7,22 @@ the provider's ``structured_output`` set to ``json_object`` (the form this serve
 refuses ``json_schema`` with a 422) and to ``off``. One table is printed: per protocol and mode,
 the exit code, the run status, the valid-reply rate, the quality flags, tokens/s and the wall time.
 
+The arithmetic preset (``--preset arithmetic``, issue 28) runs the answer protocols instead:
+``single``, ``vote`` and ``debate`` with the same three agents, each a batch over Du et al.'s
+arithmetic items (``rwb dataset arithmetic --n 10 --seed 19``); its table gives each protocol's
+accuracy (the final answers against the known ones), the agents' own answers' accuracy, how many
+answers a number could be read from, the valid replies and the wall time. Their steps are free text
+(no reply schema), so structured output on and off send the same requests: the preset runs ``off``
+unless ``--modes`` says otherwise. It fails only when a batch cannot be run at all: a 270M model is
+expected to do badly; the point is that the figures are honest.
+
 The drill exits 1 when, with structured output on, fewer than 90% of the RCP votes, the findings
 votes or the CONS ballots are valid; when a run that misses the validity floor
 (``max_missing_share``) ends ``completed`` instead of ``degraded``; or when a run could not be made
 at all (refused config, timeout). It exits 2 when the server cannot be started or reached.
 
     make real-model                                   # builds .venv-real and the GGUF, then runs this
+    make real-model REAL_ARGS="--preset arithmetic"   # single, vote and debate over 10 arithmetic items
     .venv/bin/python bench/real_model.py [--only rcp] [--modes on,off] [--json]
     .venv/bin/python bench/real_model.py --server-url http://127.0.0.1:8080/v1   # a server already running
 
@@ -45,6 +55,11 @@ MODEL_PATH = REPO / ".models" / "gemma3-270m-q4_k_m.gguf"
 MODEL_ALIAS = "gemma3-270m"
 
 PROTOCOLS = ("rcp", "findings", "cons", "echo", "arm")
+# The arithmetic preset (issue 28): the answer protocols over Du et al.'s arithmetic items.
+ANSWER_PROTOCOLS = ("single", "vote", "debate")
+ARITHMETIC_ITEMS = 10
+ARITHMETIC_SEED = 19
+ARITHMETIC_MAX_TOKENS = 256  # room for the working and the final number; a rambling reply is cut, then unscorable
 MODES = {"on": "json_object", "off": "off"}  # the drill's two modes -> the provider's structured_output
 GATED = ("rcp", "findings", "cons")  # with structured output on, at least VALID_FLOOR of these replies are valid
 VALID_FLOOR = 0.9
@@ -210,6 +225,11 @@ def protocol_config(protocol: str, prov: dict[str, Any], *, small: bool = False)
                     {"id": "scout", "provider": "local", "persona": "", "role": "scout"},
                     {"id": "auditor", "provider": "local", "persona": "", "role": "auditor"},
                     {"id": "dev", "provider": "local", "persona": "", "role": "dev"}]}]}
+    if protocol in ANSWER_PROTOCOLS:  # one batch over the preset's items; the same three agents every time
+        return {**base, "protocol": protocol, "label": f"Arithmetic ({protocol}, real model)", "dispatch": "concurrent",
+                "agents": _agents([("m1", "A careful arithmetician."), ("m2", "A student checking each step."),
+                                   ("m3", "A quick mental calculator.")]),
+                "batch": {"name": f"Arithmetic, {protocol} (real model)", "dataset": "arithmetic.jsonl"}}
     if protocol == "cons":
         return {**base, "protocol": "cons", "label": "CONS (real model)",
                 "query": "Should the codebase map be a single file or split per module?",
@@ -241,6 +261,14 @@ class RunResult:
     llm_seconds: float | None = None
     tokens_per_s: float | None = None
     flags: dict[str, int] | None = None  # None: not known (no quality flags in the summary or stats)
+    # The arithmetic preset: items run, final answers correct, the agents' answers (correct,
+    # readable: a number could be read, all).
+    items: int | None = None
+    answers_correct: int | None = None
+    accuracy: float | None = None
+    agent_answers: int | None = None
+    agent_correct: int | None = None
+    agent_readable: int | None = None
     wall_s: float | None = None
     duration_s: float | None = None
     project: str | None = None
@@ -269,20 +297,24 @@ def _last_json_line(text: str) -> dict | None:
 
 def run_one(protocol: str, mode: str, api_base: str, model: str, workdir: Path, *,
             max_tokens: int | None = None, timeout_s: float = DEFAULT_RUN_TIMEOUT_S,
-            small: bool = False) -> RunResult:
+            small: bool = False, items: int = ARITHMETIC_ITEMS) -> RunResult:
     so = MODES[mode]
     if max_tokens is None:
-        max_tokens = PROTOCOL_MAX_TOKENS.get(protocol, DEFAULT_MAX_TOKENS)
+        max_tokens = PROTOCOL_MAX_TOKENS.get(protocol, ARITHMETIC_MAX_TOKENS if protocol in ANSWER_PROTOCOLS
+                                             else DEFAULT_MAX_TOKENS)
     elif max_tokens <= 0:
         max_tokens = None  # none from the provider: only the call kinds' own caps
     cfg = protocol_config(protocol, provider(api_base, model, so, max_tokens), small=small)
     cfg_path = workdir / f"{protocol}-{mode}.json"
     project = workdir / f"{protocol}-{mode}.rwb"
     cfg_path.write_text(json.dumps(cfg, indent=2))
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(REPO)}
+    if protocol in ANSWER_PROTOCOLS:
+        write_arithmetic(workdir / "arithmetic.jsonl", env, items)
+        timeout_s *= items  # a batch of one run per item: the timeout is per run
     for stale in (project, Path(str(project) + "-wal"), Path(str(project) + "-shm")):
         stale.unlink(missing_ok=True)
     result = RunResult(protocol, mode, so, project=str(project))
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(REPO)}
     err_path = workdir / f"{protocol}-{mode}.stderr"
     t0 = time.monotonic()
     with open(err_path, "wb") as err:
@@ -320,12 +352,61 @@ def run_one(protocol: str, mode: str, api_base: str, model: str, workdir: Path, 
     if not result.note and (errors or (result.exit_code not in (0, None) and reasons)):
         result.note = (errors or reasons)[-1].strip()
     summary = _last_json_line(out.decode(errors="replace")) or {}
+    if protocol in ANSWER_PROTOCOLS:
+        fill_answers(result, summary, project)
+        return result
     fill_from_summary(result, summary)
     if project.exists():
         fill_from_project(result, project)
         if result.flags is None:
             flags_from_stats(result, project, env)
     return result
+
+
+def write_arithmetic(path: Path, env: dict[str, str], items: int = ARITHMETIC_ITEMS) -> None:
+    """The preset's items, through the CLI (``rwb dataset arithmetic``), as a researcher makes them
+    (the first ``items`` of the same seed: a shorter run asks the same first questions)."""
+    proc = subprocess.run([*rwb_command(), "dataset", "arithmetic", "--n", str(items),
+                           "--seed", str(ARITHMETIC_SEED)], capture_output=True, text=True, env=env, timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"rwb dataset arithmetic failed: {proc.stderr.strip()}")
+    path.write_text(proc.stdout, encoding="utf-8")
+
+
+def fill_answers(result: RunResult, summary: dict, project: Path) -> None:
+    """A batch of an answer protocol: its status (the batch's), the final answers' accuracy from
+    its summary's ``scored``, and from the project the agents' answers, the valid replies (calls
+    that left an answer) and tokens/s over every run of the batch."""
+    result.status = summary.get("status")
+    result.run_id = summary.get("batch_id")
+    answers = (summary.get("scored") or {}).get("answers") or {}
+    result.items = summary.get("runs")
+    if answers:
+        result.answers_correct = answers.get("correct")
+        result.accuracy = answers.get("accuracy")
+    if not project.exists():
+        return
+    db = sqlite3.connect(f"file:{project}?mode=ro", uri=True)
+    try:
+        counts = dict(db.execute("SELECT coalesce(score, 'none'), COUNT(*) FROM artifacts GROUP BY 1").fetchall())
+        result.agent_answers = sum(counts.values())
+        result.agent_correct = counts.get("correct", 0)
+        result.agent_readable = counts.get("correct", 0) + counts.get("incorrect", 0)
+        calls = dict(db.execute("SELECT status, COUNT(*) FROM llm_calls GROUP BY 1").fetchall())
+        result.calls = sum(calls.values())
+        result.votes_expected = result.calls  # each call is one agent's answer
+        result.votes_valid = result.agent_answers
+        result.votes_invalid = calls.get("invalid", 0)
+        result.votes_failed = result.calls - calls.get("ok", 0) - result.votes_invalid
+        result.valid_rate = result.votes_valid / result.calls if result.calls else None
+        tokens, latency = db.execute(
+            "SELECT SUM(completion_tokens), SUM(latency_ms) FROM llm_calls WHERE simulated = 0 AND cached = 0 "
+            "AND completion_tokens IS NOT NULL AND latency_ms IS NOT NULL").fetchone()
+        if tokens is not None and latency:
+            result.completion_tokens = int(tokens)
+            result.tokens_per_s = tokens / (latency / 1000.0)
+    finally:
+        db.close()
 
 
 def fill_from_summary(result: RunResult, summary: dict) -> None:
@@ -447,7 +528,8 @@ def flags_from_stats(result: RunResult, project: Path, env: dict[str, str]) -> N
 
 def run_drill(api_base: str, *, protocols=PROTOCOLS, modes=("on", "off"), workdir: Path | None = None,
               model: str | None = None, max_tokens: int | None = None,
-              timeout_s: float = DEFAULT_RUN_TIMEOUT_S, small: bool = False, progress=print) -> list[RunResult]:
+              timeout_s: float = DEFAULT_RUN_TIMEOUT_S, small: bool = False, items: int = ARITHMETIC_ITEMS,
+              progress=print) -> list[RunResult]:
     workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="rwb-real-"))
     workdir.mkdir(parents=True, exist_ok=True)
     if model is None:
@@ -461,13 +543,13 @@ def run_drill(api_base: str, *, protocols=PROTOCOLS, modes=("on", "off"), workdi
             if progress:
                 progress(f"[drill] {protocol} structured output {mode} ({MODES[mode]}) ...")
             r = run_one(protocol, mode, api_base, model, workdir, max_tokens=max_tokens, timeout_s=timeout_s,
-                        small=small)
+                        small=small, items=items)
             if progress:
                 progress(f"[drill]   exit {r.exit_code}, {r.status}, valid {_rate(r)}, {_num(r.tokens_per_s, '.1f')} "
                          f"tokens/s, {_num(r.wall_s)} s" + (f"  ({r.note})" if r.note else ""))
             results.append(r)
             (workdir / "results.json").write_text(json.dumps([asdict(x) for x in results], indent=2))
-    order = {p: i for i, p in enumerate(PROTOCOLS)}
+    order = {p: i for i, p in enumerate((*PROTOCOLS, *ANSWER_PROTOCOLS))}
     return sorted(results, key=lambda x: (order.get(x.protocol, 99), x.mode != "on"))
 
 
@@ -479,6 +561,8 @@ def check(results: list[RunResult]) -> list[str]:
         if r.exit_code is None or r.exit_code == 2 or r.status is None:
             failures.append(f"{where}: no result ({r.note or f'exit {r.exit_code}'})")
             continue
+        if r.protocol in ANSWER_PROTOCOLS:
+            continue  # the preset reports how a small model does; only a batch that could not run fails it
         if r.misses_floor and r.status == "completed":
             failures.append(f"{where}: {r.missing_share:.0%} of the votes missing (floor {MAX_MISSING_SHARE:.0%}) "
                             "but the run ended completed, not degraded")
@@ -517,7 +601,26 @@ def table(results: list[RunResult]) -> str:
              r.status or "-", _rate(r), _num(r.votes_invalid, "d"), _num(r.votes_failed, "d"), _flags(r),
              _num(r.tokens_per_s, ".1f"), _num(r.wall_s)] for r in results]
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(header)]
-    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+    return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
+
+
+def _share(n: int | None, of: int | None) -> str:
+    if n is None or not of:
+        return "-"
+    return f"{n}/{of} ({n / of:.0%})"
+
+
+def answers_table(results: list[RunResult]) -> str:
+    """The arithmetic preset's table: accuracy per protocol, beside what it rests on."""
+    header = ["protocol", "structured output", "exit", "status", "accuracy (final answers)", "agents' answers correct",
+              "a number read", "valid replies", "tokens/s", "wall s"]
+    rows = [[r.protocol, f"{r.mode} ({r.structured_output})", "timeout" if r.exit_code is None else str(r.exit_code),
+             r.status or "-", _share(r.answers_correct, r.items), _share(r.agent_correct, r.agent_answers),
+             _share(r.agent_readable, r.agent_answers), _share(r.votes_valid, r.calls), _num(r.tokens_per_s, ".1f"),
+             _num(r.wall_s)] for r in results]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(header)]
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
     return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
 
 
@@ -540,9 +643,13 @@ def _interrupt(*_: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", action="append", choices=PROTOCOLS, metavar="PROTOCOL",
-                    help=f"run only this protocol (repeatable; one of {', '.join(PROTOCOLS)})")
-    ap.add_argument("--modes", default="on,off", help="structured output modes to run: on, off or on,off (default)")
+    ap.add_argument("--preset", choices=("drill", "arithmetic"), default="drill",
+                    help="drill: every protocol (default); arithmetic: single, vote and debate over "
+                         f"{ARITHMETIC_ITEMS} arithmetic items, with their accuracy")
+    ap.add_argument("--only", action="append", choices=(*PROTOCOLS, *ANSWER_PROTOCOLS), metavar="PROTOCOL",
+                    help=f"run only this protocol (repeatable; one of {', '.join((*PROTOCOLS, *ANSWER_PROTOCOLS))})")
+    ap.add_argument("--modes", help="structured output modes to run: on, off or on,off (the drill's default; the "
+                                    "arithmetic preset's is off: its replies are free text either way)")
     ap.add_argument("--server-url", help="use this running OpenAI-compatible server instead of starting one")
     ap.add_argument("--model", help="the model id on --server-url (default: gemma3-270m, or the first it lists)")
     ap.add_argument("--model-path", type=Path, default=MODEL_PATH, help="the GGUF to serve")
@@ -552,16 +659,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int,
                     help=f"the provider's max_tokens for every protocol (default {DEFAULT_MAX_TOKENS}, ARM "
                          f"{PROTOCOL_MAX_TOKENS['arm']}; 0: none, only each call kind's own cap)")
+    ap.add_argument("--items", type=int, default=ARITHMETIC_ITEMS,
+                    help=f"the arithmetic preset's items (default {ARITHMETIC_ITEMS}; fewer on a slow or busy machine)")
     ap.add_argument("--small", action="store_true", help="RCP with 2 clusters x 2 agents instead of 2 x 3")
-    ap.add_argument("--run-timeout", type=float, default=DEFAULT_RUN_TIMEOUT_S, help="seconds per run")
+    ap.add_argument("--run-timeout", type=float, default=DEFAULT_RUN_TIMEOUT_S,
+                    help="seconds per run (the arithmetic preset's batches: per item)")
     ap.add_argument("--workdir", type=Path, help="where configs and projects go (default: a new temp folder)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
     args = ap.parse_args(argv)
 
-    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
+    arithmetic_preset = args.preset == "arithmetic"
+    modes = tuple(m.strip() for m in (args.modes or ("off" if arithmetic_preset else "on,off")).split(",") if m.strip())
     if not modes or any(m not in MODES for m in modes):
         ap.error("--modes takes on, off or on,off")
-    protocols = tuple(args.only) if args.only else PROTOCOLS
+    if args.items < 1:
+        ap.error("--items takes a whole number of at least 1")
+    protocols = tuple(args.only) if args.only else (ANSWER_PROTOCOLS if arithmetic_preset else PROTOCOLS)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="rwb-real-"))
     workdir.mkdir(parents=True, exist_ok=True)
     log = (lambda *a: print(*a, file=sys.stderr, flush=True)) if args.json else (lambda *a: print(*a, flush=True))
@@ -594,7 +707,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         results = run_drill(api_base, protocols=protocols, modes=modes, workdir=workdir, model=args.model,
                             max_tokens=args.max_tokens, timeout_s=args.run_timeout, small=args.small,
-                            progress=log)
+                            items=args.items, progress=log)
         total_s = time.monotonic() - t0
     except KeyboardInterrupt:
         print("real_model: interrupted (the run in progress stays resumable in its project)", file=sys.stderr)
@@ -613,7 +726,15 @@ def main(argv: list[str] | None = None) -> int:
         m = machine()
         print(f"\nReal-model drill, {m['date']}, {m['cpu']} ({m['cpus']} CPUs), {m['platform']}; "
               f"server {server_info['url']}; total {total_s:.0f} s")
-        print(table(results))
+        drill = [r for r in results if r.protocol not in ANSWER_PROTOCOLS]
+        answered = [r for r in results if r.protocol in ANSWER_PROTOCOLS]
+        if drill:
+            print(table(drill))
+        if answered:
+            print(f"\nArithmetic preset: {args.items} items (rwb dataset arithmetic --n {args.items} --seed "
+                  f"{ARITHMETIC_SEED}), three agents, debate over 2 rounds; max_tokens "
+                  f"{args.max_tokens or ARITHMETIC_MAX_TOKENS}")
+            print(answers_table(answered))
         notes = [f"- {r.protocol}/{r.mode}: {r.note}" for r in results if r.note]
         if notes:
             print("\nNotes:\n" + "\n".join(notes))

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from _figures import Figure, emit  # noqa: E402
+from _figures import Figure, emit
 
 HEARTBEAT_MS = 5
 GROUP = "Start-up and responsiveness"

@@ -10,7 +10,9 @@ figure with a target fails (or a script could not report), else 0.
 
 ``--quick`` gives every script its tiny sizes: a smoke run of the whole chain, not figures to
 record. ``--json`` prints the collected figures as JSON on stdout (the table goes to stderr).
-Groups: orchestration, startup, scale, drills (drill_faults.py, drill_writers.py, drill_kill_resume.py).
+Groups: orchestration (orchestration.py, batch.py), startup, scale (with storage.py: bytes per call),
+drills (drill_faults.py, drill_writers.py, drill_kill_resume.py), studies (study.py: issue 29's study in one process against separate runs, a
+50,000-run study's report).
 """
 
 from __future__ import annotations
@@ -27,14 +29,15 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from _figures import MARK, Figure, load, print_table  # noqa: E402
+from _figures import MARK, Figure, load, print_table
 
 # group -> (its title in the table, the scripts, in order). A figure keeps the group its script gives it.
 GROUPS = {
-    "orchestration": ("Orchestration", ["orchestration.py"]),
+    "orchestration": ("Orchestration", ["orchestration.py", "batch.py"]),
     "startup": ("Start-up and responsiveness", ["startup.py", "responsiveness.py", "gui_refresh.py", "plots.py"]),
-    "scale": ("Scale", ["scale.py", "cons_tally.py"]),
+    "scale": ("Scale", ["scale.py", "cons_tally.py", "storage.py"]),
     "drills": ("Fault drills", ["drill_faults.py", "drill_writers.py", "drill_kill_resume.py"]),
+    "studies": ("Studies", ["study.py"]),
 }
 ORDER = [title for title, _ in GROUPS.values()]
 TIMEOUT_S = 1800

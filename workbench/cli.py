@@ -22,7 +22,8 @@ from workbench import __version__
 from workbench.core.errors import WorkbenchError
 
 # Order is the order shown by ``rwb --help``.
-COMMAND_MODULES = ("project", "run", "providers", "protocols", "classify", "arm", "echo", "samples", "serve_mcp", "gui")
+COMMAND_MODULES = ("project", "run", "study", "providers", "protocols", "classify", "arm", "echo", "dataset",
+                   "samples", "serve_mcp", "gui")
 
 EXIT_OK, EXIT_ATTENTION, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_NO_RESULT = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED = 130

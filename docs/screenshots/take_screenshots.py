@@ -18,10 +18,21 @@ What it does, offline, in a temporary folder (settings too: yours are not touche
    ``<panel>-light.png`` and ``<panel>-dark.png``:
 
    - clusters-agents: an agent selected, its editor and persona shown;
+   - protocol-editor: RCP's vote template edited in the Protocol Editor (Design), checked, its
+     preview (the first vote call a run sends with it) in front; protocol-editor-diff: its diff
+     against the default;
    - live-run: the finished RCP run selected, one of its vote calls selected (fenced request);
    - trace-inspector: the imported trace's gamma R2 record selected, its detail shown;
      trace-inspector-compare: the same record's R1 → R2 comparison;
    - quadrant: the two-cluster RCP run's artifacts on the 2×2 quadrant, the what-if beside it;
+     quadrant-ground-truth: an RCP run over an arithmetic item (the ground-truth sample), each
+     point marked correct or incorrect, the Accuracy tab beside the chart;
+     trace-inspector-score: a call of that run whose answer is wrong, the list filtered on
+     "Score: ✗ incorrect", its detail's "Against the known answer";
+   - studies: the demo's RCP study (Results), its arms, the forest plot of positive consensus
+     against the baseline, the runs of its rule-only arm "theta 0.67";
+     study-design: the sample RCP study file loaded in the Studies panel's Design page, an arm's
+     changes as rows beside its JSON, the estimate per arm and the warnings;
    - drift-convergence: the imported ARM run (the simulated ARM run when no trace was imported);
    - anchors-restoration: the Resonance Echo run's markers, verifications and restorations;
      anchors-checklist: the same agent's conductor's checklist;
@@ -34,7 +45,7 @@ What it does, offline, in a temporary folder (settings too: yours are not touche
      main-window.png (light);
    - workspace-design, -run, -results, -audit: each workspace as it came, its panel in use as
      above; presenter: presenter mode (F11, the Teach workspace) presenting the Quadrant;
-     tour-quadrant, tour-drift, tour-cons-matrix: the guided tour at those steps, in the
+     tour-quadrant, tour-drift, tour-ballot-matrix: the guided tour at those steps, in the
      workspace each goes to;
 
 3. then the Live Run panel's moments: live-run-config (the Configure tab), live-run-running (a
@@ -101,6 +112,8 @@ class Project:
     imported_file: str | None = None
     trace: int | None = None  # the trace shown in the Trace Inspector
     echo_run: str | None = None
+    scored_run: str | None = None  # an RCP run over a question with a known answer (SPEC §8)
+    wrong_call: int | None = None  # a call of it that wrote an incorrect artifact
 
 
 def build_project(tmp: Path) -> Project:
@@ -160,6 +173,13 @@ def build_project(tmp: Path) -> Project:
         row = db.execute("SELECT id FROM traces WHERE run_id = ? ORDER BY (round_no = 2 AND role = 'gamma') DESC, "
                          "round_no DESC, id LIMIT 1", (arm,)).fetchone()
         project.trace = row[0] if row else None
+        # An RCP run whose artifacts were scored (the ground-truth sample's first), and a call of
+        # it with a wrong answer.
+        row = db.execute("SELECT a.run_id, a.call_id FROM artifacts a JOIN runs r ON r.id = a.run_id "
+                         "WHERE r.protocol = 'rcp' AND a.score = 'incorrect' AND a.call_id IS NOT NULL "
+                         "ORDER BY r.id NOT LIKE 'ground-truth%', r.rowid, a.id LIMIT 1").fetchone()
+        if row:
+            project.scored_run, project.wrong_call = row
     project.echo_run = project.runs["rcp-echo-sim.json"]
     return project
 
@@ -380,6 +400,61 @@ class Shooter:
             raise Failure("no point drawn")
         return True
 
+    def quadrant_truth(self, panel) -> bool:
+        run_id = self.project.scored_run
+        if run_id is None:
+            raise Failure("the project has no RCP run over a question with a known answer")
+        if not self._choose(panel.run_combo, run_id, "quadrant-truth-run"):
+            raise Failure(f"the scored RCP run {run_id} is not offered")
+        if panel.data is None or panel.data.run_id != run_id or not len(panel.points_rows):
+            raise Failure("the scored run's points were never drawn")
+        if panel.accuracy is None or panel.tabs.currentWidget() is not panel.accuracy_table:
+            raise Failure("the Accuracy tab never showed")
+        return True
+
+    def trace_score(self, panel) -> bool:
+        from workbench.core.project.refs import RecordRef
+
+        call, run = self.project.wrong_call, self.project.scored_run
+        if call is None:
+            raise Failure("the project has no scored call")
+        self.once("score-revealed", lambda: self.window.model.reveal(RecordRef("call", call, run)))
+        self.once("score-filtered", lambda: panel.filter_bar.choose("score", "incorrect"))
+        d = panel.detail.detail
+        if d is None or (d.kind, d.id) != ("call", call) or "score" not in panel.detail.sections:
+            raise Failure(f"the detail of call {call} never showed its score")
+        if panel.filters.score != "incorrect" or ("call", call) not in panel.visible_keys():
+            raise Failure("the list was never filtered on the score")
+        if panel.detail.tabs.currentIndex() != 0:
+            panel.detail.tabs.setCurrentIndex(0)  # the fields, where "Against the known answer" is
+        return True
+
+    def study(self, panel) -> bool:
+        """The demo's RCP study (theta, strictness, cluster size), an arm chosen, its forest plot drawn."""
+        self.once("study-results-page", lambda: panel.pages.setCurrentIndex(0))
+        combo = panel.study_combo
+        ids = [combo.itemData(i) for i in range(combo.count()) if combo.itemText(i).startswith("RCP")]
+        if not ids or not self._choose(combo, ids[0], "study-chosen"):
+            raise Failure("the demo's RCP study is not offered")
+        if panel.view is None or panel.view["study"] != ids[0] or panel.forest is None or not panel.forest.rows:
+            raise Failure("the study's comparisons were never drawn")
+        self.once("study-arm", lambda: panel.select_arm("theta 0.67"))
+        return True
+
+    def study_design(self, panel) -> bool:
+        """A study being designed: the sample RCP study file loaded in the Design page, its arm
+        "stricter critics" chosen (its changes as rows, its JSON beside), checked: the estimate
+        per arm (the rule-only theta arms at 0 calls) and the guardrail warnings."""
+        design = panel.design
+        self.once("design-page", lambda: panel.pages.setCurrentWidget(design))
+        self.once("design-loaded", lambda: design.load_file(REPO / "sample_runs" / "study-rcp-theta.json"))
+        self.once("design-arm", lambda: design.arms_table.selectRow(3))
+        if design.pending or design.check is None:
+            raise Failure("the design was never checked")
+        if "error" in design.check:
+            raise Failure(f"the sample study does not check: {design.check['error']}")
+        return True
+
     def drift(self, panel) -> bool:
         run_id = self.project.imported_run or self.project.runs["arm-sim.json"]
         if panel.mode != "run":
@@ -525,11 +600,44 @@ class Shooter:
             raise Failure(f"the report of {want} never showed")
         return True
 
+    def protocol_editor(self, panel, tab: str = "Preview") -> bool:
+        """RCP's vote template edited (its verdict rule made stricter), checked, its preview (the
+        first vote call a run sends with it, from the sample RCP run) or its diff in front."""
+        from workbench.core import registry
+
+        if panel.view is None:
+            raise Failure("the editor never read the project")
+        if not self._choose(panel.protocol_combo, "rcp", "editor-protocol") or \
+                not self._choose(panel.step_combo, "vote", "editor-step"):
+            return False
+        default = registry.get("rcp").default_text("vote")
+        edited = default.replace("Answer YES or NO.", "Answer YES only if every step of its reasoning holds; "
+                                                      "otherwise answer NO.")
+        if panel.editor.toPlainText() != edited:
+            panel.set_text(edited)
+            return False
+        if panel.checked_text != edited or panel.preview is None or not panel.preview.messages:
+            raise Failure("the edited template was never checked and previewed")
+        if not panel.name_edit.text():
+            panel.name_edit.setText("strict vote")
+            panel._update_save()
+        titles = [panel.tabs.tabText(i) for i in range(panel.tabs.count())]
+        panel.tabs.setCurrentIndex(titles.index(tab))
+        return True
+
+    def protocol_editor_diff(self, panel) -> bool:
+        return self.protocol_editor(panel, "Diff")
+
     PANELS = (("clusters-agents", "clustersPanel", "clusters"),
+              ("protocol-editor", "protocolEditorPanel", "protocol_editor"),
+              ("protocol-editor-diff", "protocolEditorPanel", "protocol_editor_diff"),
               ("live-run", "liveRunPanel", "live_run"),
+              # (before the trace: its reveal then clears the score filter, as the later shots want)
+              ("trace-inspector-score", "traceInspectorPanel", "trace_score"),
               ("trace-inspector", "traceInspectorPanel", "trace_inspector"),
               ("trace-inspector-compare", "traceInspectorPanel", "trace_compare"),
               ("quadrant", "quadrantPanel", "quadrant"),
+              ("quadrant-ground-truth", "quadrantPanel", "quadrant_truth"),
               ("drift-convergence", "driftPanel", "drift"),
               ("anchors-restoration", "anchorsPanel", "anchors"),
               ("findings-reports", "findingsPanel", "findings"),
@@ -537,7 +645,9 @@ class Shooter:
               ("findings-cons", "findingsPanel", "cons"),
               ("findings-cons-verdict", "findingsPanel", "cons_verdict"),
               ("findings-cons-whatif", "findingsPanel", "cons_whatif"),
-              ("findings-report", "findingsPanel", "reports"))
+              ("findings-report", "findingsPanel", "reports"),
+              ("studies", "studyPanel", "study"),
+              ("study-design", "studyPanel", "study_design"))
 
     # ----- the whole run ---------------------------------------------------------------------
     def open_project(self) -> None:
@@ -563,7 +673,7 @@ class Shooter:
                 self.shoot_panel(f"workspace-{key}", dock, getattr(self, driver))
             self.guarded(f"workspace-{key}", shoot)
         self.guarded("presenter", self.presenter)
-        for step in ("quadrant", "drift", "cons_matrix"):
+        for step in ("quadrant", "drift", "ballot_matrix"):
             self.guarded(f"tour-{step}", lambda step=step: self.tour(step))
 
     def presenter(self) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core.project.store import Store
 from workbench.core.project import _sql
+from workbench.core.project.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 MARKER_RE = re.compile(r"^[^—\n]+ — [0-9a-f]{6}$")

@@ -18,6 +18,7 @@ from workbench.core.project.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC_KEYS = ["run_id", "protocol", "status", "label", "simulated", "source", "started_at", "finished_at", "error"]
+STUDY_KEYS = ["batch_id", "study_id", "arm", "item", "replicate", "seed"]
 
 
 def rwb(*args: str) -> subprocess.CompletedProcess:
@@ -44,7 +45,8 @@ def test_runs_prints_a_readable_table_by_default(project):
     assert out.returncode == 0, out.stderr
     text = out.stdout.decode()
     lines = text.splitlines()
-    assert lines[0].split() == ["RUN", "PROTOCOL", "STATUS", "KIND", "STARTED", "(UTC)", "LABEL", "NOTE"]
+    assert lines[0].split() == ["RUN", "PROTOCOL", "STATUS", "KIND", "STARTED", "(UTC)", "LABEL", "BATCH/STUDY", "ARM",
+                                "ITEM", "REP", "NOTE"]  # issue 29: where each run belongs
     assert set(lines[1]) <= {"-", " "}
     assert any(line.startswith(ids[0]) and "completed" in line and " sim " in line for line in lines)
     assert "2 runs. Full details as JSON: rwb runs --json" in text
@@ -57,7 +59,8 @@ def test_runs_json_keeps_the_spec_contract(project):
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
     assert [r["run_id"] for r in rows] == ids
-    assert all(list(r) == SPEC_KEYS for r in rows)
+    # The keys it always had, in their order, then where the run belongs (issue 29).
+    assert all(list(r) == SPEC_KEYS + STUDY_KEYS for r in rows)
     assert rows[0]["simulated"] is True and rows[0]["status"] == "completed"
     # the exact layout it always had: json.dump(indent=2, ensure_ascii=False) and a newline
     assert out.stdout.decode() == json.dumps(rows, indent=2, ensure_ascii=False) + "\n"

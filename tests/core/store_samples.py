@@ -20,11 +20,13 @@ SAMPLE_ROWS: dict[str, dict] = {
     "protocol_configs": {"id": 1, "name": "rcp demo", "protocol": "rcp", "config_json": {"tau": 0.6},
                          "created_at": T0, "updated_at": T1},
     "batches": {"id": "b1", "name": "study", "config_json": {"replicates": 3}, "created_at": T0},
+    "studies": {"id": "s1", "name": "theta", "config_json": {"base": {"protocol": "rcp"}, "arms": [{"name": "a"}]},
+                "plan_json": {"baseline": "a", "arms": [{"name": "a", "changes": []}]}, "created_at": T0},
     "runs": {"id": "r1", "protocol": "rcp", "label": "first", "config_id": 1, "config_json": {"seed": 7},
              "batch_id": "b1", "replicate": 0, "seed": 7, "dispatch": "concurrent", "status": "completed",
              "simulated": 1, "source": "run", "provenance_json": {"by": "test"},
              "summary_json": {"calls": 3}, "error": None, "owner_json": {"host": "h", "pid": 42},
-             "started_at": T0, "finished_at": T1},
+             "started_at": T0, "finished_at": T1, "study_id": "s1", "arm": "a", "item": "Q1"},
     "rounds": {"id": 1, "run_id": "r1", "idx": 0, "kind": "generate", "status": "completed",
                "detail_json": {"n": 6}, "started_at": T0, "finished_at": T1},
     "llm_calls": {"id": 1, "run_id": "r1", "round_id": 1, "step_key": "generate/a1", "agent_id": "a1",
@@ -36,7 +38,7 @@ SAMPLE_ROWS: dict[str, dict] = {
                   "cached": 0, "simulated": 1, "started_at": T0, "finished_at": T1, "template_sha256": "2" * 64},
     "artifacts": {"id": 1, "run_id": "r1", "round_id": 1, "key": "w1", "author_agent": "a1",
                   "author_cluster": "advocate", "content": "An answer — with “quotes”.", "call_id": 1,
-                  "simulated": 1, "created_at": T0},
+                  "simulated": 1, "created_at": T0, "extracted": "an answer — with “quotes”", "score": "incorrect"},
     "votes": {"id": 1, "run_id": "r1", "round_id": 1, "artifact_id": 1, "voter_agent": "c1", "value": None,
               "status": "invalid", "reason": "reply did not start with YES or NO", "raw": "Maybe",
               "call_id": 1, "ballot_mode": 1, "presentation_index": 2, "simulated": 1, "created_at": T1},
@@ -105,7 +107,8 @@ SAMPLE_ROWS: dict[str, dict] = {
                     "note": "the reply quotes the artifact's verdict", "author": "auditor", "created_at": T1},
     "classification_variants": {"id": 1, "run_id": "r1", "round": 1, "label": "tau 0.7",
                                 "settings_json": {"tau": 0.7, "theta": {"advocate": 0.5}},
-                                "states_json": [{"artifact": "w1", "tier": "negative_polar"}], "created_at": T1},
+                                "states_json": [{"artifact": "w1", "tier": "negative_polar"}], "created_at": T1,
+                                "summary_json": {"rounds": [{"round": 1, "states": []}]}},
     "reply_cache": {"key": "0" * 64, "model": "openai/gpt-4o-mini", "run_id": "r1",
                     "value_json": {"status": "ok", "provider": "local", "model": "openai/gpt-4o-mini", "text": "YES"},
                     "created_at": T1},
@@ -115,7 +118,30 @@ SAMPLE_ROWS: dict[str, dict] = {
     "protocol_records": {"id": 1, "run_id": "r1", "round_id": 1, "call_id": 1, "protocol": "acr", "kind": "critique",
                          "key": "c1", "agent_id": "a1", "data_json": {"points": ["too long"]}, "simulated": 1,
                          "created_at": T1},
+    "answers": {"id": 1, "run_id": "r1", "round_id": 1, "key": "final", "author_agent": "a1", "text": "It is 42.",
+                "extracted": "42", "score": "correct", "detail_json": {"tally": {"42": 2, "41": 1}}, "call_id": 1,
+                "simulated": 1, "created_at": T1},
+    "study_results": {"id": 1, "study_id": "s1", "arm": "a", "item": "Q1", "replicate": 0, "run_id": "r1",
+                      "variant_id": 1, "status": "completed", "calls_reused": 36,
+                      "metrics_json": {"positive_consensus_share": 0.5, "accuracy": None}, "created_at": T1},
 }
+
+# What schema step 12 added, undone (see STEP_9_TABLES), for a project without calls (a call's
+# texts stay parts): the view and its triggers dropped, the calls' table and columns renamed back.
+STEP_12_UNDONE = ("DROP VIEW llm_calls; ALTER TABLE llm_call_rows RENAME TO llm_calls; "
+                  "ALTER TABLE llm_calls RENAME COLUMN request_parts TO request_json; "
+                  "ALTER TABLE llm_calls RENAME COLUMN response_raw_parts TO response_raw; DROP TABLE texts; ")
+
+# What schema step 11 added, dropped again (see STEP_9_TABLES).
+STEP_11_TABLES = ("DROP TABLE study_results; DROP TABLE studies; DROP INDEX runs_study; "
+                  "ALTER TABLE runs DROP COLUMN study_id; ALTER TABLE runs DROP COLUMN arm; "
+                  "ALTER TABLE runs DROP COLUMN item; ALTER TABLE classification_variants DROP COLUMN summary_json; ")
+STEP_11_UNDONE = STEP_11_TABLES + "DELETE FROM change_counters WHERE tbl IN ('studies', 'study_results'); "
+
+# What schema step 10 added, dropped again (see STEP_9_TABLES).
+STEP_10_TABLES = ("DROP TABLE answers; DROP INDEX artifacts_score; ALTER TABLE artifacts DROP COLUMN extracted; "
+                  "ALTER TABLE artifacts DROP COLUMN score; ")
+STEP_10_UNDONE = STEP_10_TABLES + "DELETE FROM change_counters WHERE tbl = 'answers'; "
 
 # What schema step 9 added, dropped again (a table's triggers go with it): makes a file of an
 # older schema out of a new one, for the migration tests. STEP_9_TABLES leaves change_counters alone

@@ -29,10 +29,10 @@ from workbench.core.protocols.arm import (
 from workbench.core.protocols.arm.stored import NOTE_EMBEDDING
 from workbench.core.protocols.arm.versions import (
     AUDIT_V13,
-    RULES,
     OVERRIDE_REASON,
     OVERRIDE_RECONCILER,
     POLARITY_GATE,
+    RULES,
     SELF_CHECK_OVERRIDE,
     SMOOTHED_IDF,
 )

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from workbench.core.project.arm_import import export_arm_run, import_arm_file, trace_from_columns
 from workbench.core.errors import InputError
-from workbench.core.protocols.arm import parse_trace, trace_to_upstream
-from workbench.core.project.store import Store
 from workbench.core.project import _sql
+from workbench.core.project.arm_import import export_arm_run, import_arm_file, trace_from_columns
+from workbench.core.project.store import Store
+from workbench.core.protocols.arm import parse_trace, trace_to_upstream
 
 
 @pytest.fixture

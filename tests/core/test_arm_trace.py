@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core.project import schema
 from workbench.core.errors import InputError
+from workbench.core.project import schema
 from workbench.core.protocols.arm import (
     LEGACY,
     PARSE_FAILED,

@@ -24,8 +24,8 @@ from workbench.core.protocols.arm import metrics_report, parse_run, run_to_upstr
 from workbench.core.protocols.arm.fields import SCHEMA_V11, SCHEMA_VERSIONS
 from workbench.core.protocols.arm.gates import fap_abort_placeholder
 from workbench.core.protocols.arm.js import export_integrity_hash, js_stringify
-from workbench.core.protocols.arm.versions import HARNESS_FIELDS
 from workbench.core.protocols.arm.trace import trace_to_upstream
+from workbench.core.protocols.arm.versions import HARNESS_FIELDS
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = ["arm-v08-run-CFAAq2-xCGG-roles.json", "arm-v08-run-TDIDF-embedding-001.json"]

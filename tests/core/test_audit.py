@@ -9,13 +9,13 @@ import json
 
 import pytest
 
+from tests.core.test_records import RCP_SAMPLE
 from workbench.core.errors import InputError
 from workbench.core.project import audit, export
 from workbench.core.project.records import RecordFilter, count
 from workbench.core.project.store import Store
 from workbench.core.runs.config import parse_run_config
 from workbench.services.runs.runner import Runner
-from tests.core.test_records import RCP_SAMPLE
 
 
 @pytest.fixture

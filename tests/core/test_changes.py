@@ -13,7 +13,7 @@ import sqlite3
 
 import pytest
 
-from tests.core.store_samples import STEP_9_TABLES
+from tests.core.store_samples import STEP_9_TABLES, STEP_10_TABLES, STEP_11_TABLES, STEP_12_UNDONE
 from workbench.core.project import _sql, runs
 from workbench.core.project.files import ProjectError
 from workbench.core.project.findings import FindingsStore
@@ -113,10 +113,12 @@ def test_a_project_of_schema_2_gets_its_findings_scored_when_migrated(tmp_path):
     conn.executescript(
         "BEGIN; " +
         "".join(f"DROP TRIGGER {name}; " for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")) +
+        STEP_12_UNDONE +  # first: the calls' table back under its name
+        STEP_11_TABLES +  # then: its study_results refer to classification_variants
         "DROP TABLE change_counters; DROP TABLE audit_notes; DROP TABLE classification_variants; " +
         "DROP TABLE reply_cache; " +
         "DROP INDEX llm_calls_agent; DROP INDEX llm_calls_status; DROP INDEX votes_agent; DROP INDEX traces_agent; "
-        "DROP INDEX votes_call; DROP INDEX artifacts_call; " + STEP_9_TABLES +
+        "DROP INDEX votes_call; DROP INDEX artifacts_call; " + STEP_10_TABLES + STEP_9_TABLES +
         "ALTER TABLE findings DROP COLUMN score; ALTER TABLE findings DROP COLUMN k; "
         "ALTER TABLE findings DROP COLUMN status; ALTER TABLE findings DROP COLUMN votes_valid; "
         "ALTER TABLE findings DROP COLUMN votes_invalid; ALTER TABLE findings DROP COLUMN last_vote_at; "

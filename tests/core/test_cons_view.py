@@ -113,7 +113,8 @@ def test_a_decision_moves_a_challenged_finding_to_resolved_and_a_later_vote_reop
 
 def test_a_vote_in_the_decisions_own_millisecond_still_reopens_the_finding(findings, monkeypatch):
     # Timestamps step by 1 ms: a frozen clock puts the decision and the vote in the same step.
-    from workbench.core.project import audit, findings as findings_module
+    from workbench.core.project import audit
+    from workbench.core.project import findings as findings_module
 
     store, book = findings
     frozen = finding_review.row(store, "f1").last_vote_at  # the decision lands in the last vote's millisecond

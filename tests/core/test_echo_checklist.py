@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import random
 
-import pytest
-
+from workbench.core.project import _sql
 from workbench.core.project import echo as records
 from workbench.core.protocols.echo import AgentContext, EchoPlan, SimulatedAgent
 from workbench.core.protocols.echo.checklist import CHECKLIST, SessionFacts, checklist_status
 from workbench.core.protocols.echo.models import VerificationEntry
-from workbench.core.project import _sql
 
 QUERY = ("Please weigh the next part of the design against the constraints we settled and list the "
          "risks you see in it today")

@@ -7,8 +7,9 @@ import re
 
 import pytest
 
-from workbench.core.project import echo as echo_records
 from workbench.core.errors import InputError
+from workbench.core.project import _sql
+from workbench.core.project import echo as echo_records
 from workbench.core.protocols.echo.markers import (
     HEX_SPACE,
     Marker,
@@ -21,7 +22,6 @@ from workbench.core.protocols.echo.markers import (
     parse_marker,
     parse_templates,
 )
-from workbench.core.project import _sql
 
 MARKER_RE = re.compile(r"^[^—\[\]\"]+ — [0-9a-f]{6}$")
 SEED_EXAMPLES = ("the hand on the neck, the shape of the breath", "the weight of the morning",

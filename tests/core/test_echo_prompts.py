@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from tests.core.test_echo_wrap import Fake, config, protocol
 from workbench.core import registry
 from workbench.core.errors import InputError
 from workbench.core.protocols.echo import EchoPlan, MarkerIssuer, drive, echo_session
@@ -20,7 +21,6 @@ from workbench.core.protocols.shared.templates import TemplateProblem
 from workbench.core.runs.config import parse_run_config, protocol_generator
 from workbench.core.runs.provenance import prompts_for, provenance, stored_prompts, summary_fields
 from workbench.core.sim import SimPanel
-from tests.core.test_echo_wrap import Fake, config, protocol
 
 RECITE = "{% block user %}{{ name }}, what is the phrase you were given to keep?{% endblock %}"
 SEED = """{% block user %}[SEED]

@@ -7,10 +7,10 @@ import random
 import pytest
 from pydantic import ValidationError
 
+from workbench.core.project import _sql
 from workbench.core.project import echo as records
 from workbench.core.protocols.echo.models import ResonanceAnchor, SessionSeed, VerificationEntry, next_session_id
 from workbench.core.protocols.echo.restore import Transition
-from workbench.core.project import _sql
 
 MARKER = "the hand on the neck, the shape of the breath — 7f3a9c"
 

@@ -11,6 +11,7 @@ import random
 
 import pytest
 
+from workbench.core.project import _sql
 from workbench.core.project import echo as records
 from workbench.core.protocols.echo import (
     AgentContext,
@@ -19,7 +20,6 @@ from workbench.core.protocols.echo import (
     summary_keeping_markers,
 )
 from workbench.core.protocols.shared.steps import AgentCall
-from workbench.core.project import _sql
 
 QUERY = ("Please weigh the next part of the design against the constraints we settled and list the "
          "risks you see in it today")

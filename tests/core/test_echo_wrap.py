@@ -13,15 +13,15 @@ import re
 
 import pytest
 
-from workbench.core.project import echo as records
 from workbench.core.errors import InputError
+from workbench.core.project import _sql
+from workbench.core.project import echo as records
 from workbench.core.protocols.echo import drive, find_markers
 from workbench.core.protocols.echo.wrap import echo_options, pattern_for, strip_echo_trailer, with_echo
 from workbench.core.protocols.shared.fencing import fenced, mask_fences
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note
 from workbench.core.runs.config import parse_run_config
 from workbench.core.sim import SimPanel
-from workbench.core.project import _sql
 
 FULL = ["log", "read_seed", "new_session", "inject", "verify", "resume"]
 

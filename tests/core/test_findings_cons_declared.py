@@ -247,8 +247,8 @@ def test_a_ballot_is_read_into_its_record_and_the_conductors_decision_into_its_t
 
 
 def test_prepare_and_finish_declare_the_rows_the_project_stores():
-    from workbench.core.runs.config import parse_run_config
     from tests.runs.test_run_outcomes import sample
+    from workbench.core.runs.config import parse_run_config
 
     findings_cfg = parse_run_config(sample("findings-sim.json"))
     records = FINDINGS_PROTOCOL.prepare(findings_cfg, "run-1")

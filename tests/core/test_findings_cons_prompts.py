@@ -73,7 +73,7 @@ def test_cons_challenge_and_decision_overrides_reach_their_calls_and_only_theirs
                                                                         "decision": False}
     calls = rows(edited, "SELECT step_key, purpose, request_json, template_sha256 FROM llm_calls ORDER BY step_key")
     by_round = {}
-    for key, purpose, request, digest in calls:
+    for key, _purpose, request, digest in calls:
         user = json.loads(request)["messages"][-1]["content"]
         if key.startswith("cons/0/"):
             by_round.setdefault("ballot", []).append((user.startswith("Decision question"), digest))

@@ -241,9 +241,12 @@ NAME_EXEMPT_DIRS = (PACKAGE / "core" / "protocols", PACKAGE / "ui")  # the proto
 
 
 def builtin_protocol_names() -> set[str]:
+    """The built-in protocols' names, less those that are also record kinds (the ``vote``
+    control shares its name with a vote on an artifact: central code compares kinds with it)."""
     from workbench.core import registry
+    from workbench.core.project.protocol_records import WRITERS
 
-    return {name for name, p in registry.protocols().items() if p.source == "built-in"}
+    return {name for name, p in registry.protocols().items() if p.source == "built-in"} - set(WRITERS)
 
 
 def name_comparisons(tree: ast.Module, names: set[str]) -> Iterator[tuple[int, str]]:

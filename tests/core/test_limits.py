@@ -35,7 +35,8 @@ from workbench.core.protocols.cons.conflicts import (
 from workbench.core.protocols.cons.models import TOL, ConsQuestion, parse_question
 from workbench.core.protocols.cons.outcome import Opposition, OptionTally, Tally
 from workbench.core.protocols.cons.tally import evaluate, tally
-from workbench.core.protocols.findings.book import FindingsBook, classify_payload as classify_findings, consensus
+from workbench.core.protocols.findings.book import FindingsBook, consensus
+from workbench.core.protocols.findings.book import classify_payload as classify_findings
 from workbench.core.protocols.rcp.classify import classify_payload as classify_rcp
 from workbench.core.runs.config import parse_run_config
 

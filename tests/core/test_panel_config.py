@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from workbench.core.runs.providers import ClusterConfig, ProviderConfig
-from workbench.core.project.store import Store
 from workbench.core.project import _sql
+from workbench.core.project.store import Store
+from workbench.core.runs.providers import ClusterConfig, ProviderConfig
 
 SECRET = "sk-live-THIS-IS-A-SECRET-9f8e7d6c5b4a"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.core.quality_project import add_call, add_run, add_vote, new_project
 from workbench.core.project import quality
 from workbench.core.project.provider_stats import percentile, provider_stats
-from tests.core.quality_project import add_call, add_run, add_vote, new_project
 
 
 def build(path):

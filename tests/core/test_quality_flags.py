@@ -6,11 +6,19 @@ import json
 
 import pytest
 
+from tests.core.quality_project import (
+    ARTIFACT,
+    QUERY,
+    VOTE_QUESTION,
+    add_call,
+    add_run,
+    add_vote,
+    new_project,
+    vote_request,
+)
 from workbench.core.project import quality, records
 from workbench.core.project.records import RecordFilter
 from workbench.core.project.run_report import to_markdown
-from tests.core.quality_project import VOTE_QUESTION
-from tests.core.quality_project import ARTIFACT, QUERY, add_call, add_run, add_vote, new_project, vote_request
 
 
 @pytest.fixture

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.core.protocols.rcp.run import (RcpAgent, RcpRunConfig, parse_ballot, parse_vote, presentation_order,
-                                              run_rcp)
+from workbench.core.protocols.rcp.run import (
+    RcpAgent,
+    RcpRunConfig,
+    parse_ballot,
+    parse_vote,
+    presentation_order,
+    run_rcp,
+)
 from workbench.core.protocols.shared.fencing import mask_fences, new_delimiter
-from workbench.core.protocols.shared.steps import AgentReply, Batch, Note
+from workbench.core.protocols.shared.steps import AgentReply, Batch
 
 AGENTS = (RcpAgent("a1", "advocate", "pro"), RcpAgent("a2", "advocate", "pro"),
           RcpAgent("c1", "critic", "contra"), RcpAgent("c2", "critic", "contra"))

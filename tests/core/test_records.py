@@ -20,8 +20,8 @@ from workbench.core.project import _sql, records, search
 from workbench.core.project.arm_import import import_arm_file
 from workbench.core.project.audit import add_note
 from workbench.core.project.findings import FindingsStore
-from workbench.core.project.record_detail import align, record_detail, run_sides
 from workbench.core.project.protocol_records import Where, write_records
+from workbench.core.project.record_detail import align, record_detail, run_sides
 from workbench.core.project.records import RecordFilter
 from workbench.core.project.refs import RecordRef
 from workbench.core.project.run_records import CallRecord, record_call

@@ -42,7 +42,10 @@ REPO = Path(__file__).resolve().parents[2]
 # Every run configuration shipped: not the demo's panel, the samples' manifest, or the files of the
 # human steps a sample takes (a conductor's decisions, a reviewer's findings review, audit notes).
 NOT_CONFIGS = ("demo_project.json", "samples.json", ".decisions.json", ".review.json", ".notes.json")
-SAMPLES = sorted(p for p in (REPO / "sample_runs").glob("*.json") if not p.name.endswith(NOT_CONFIGS))
+# Study files and their bases (a base may leave the query to the study's items) are checked whole
+# in tests/core/test_study_file.py.
+SAMPLES = sorted(p for p in (REPO / "sample_runs").glob("*.json")
+                 if not p.name.endswith(NOT_CONFIGS) and not p.name.startswith("study-"))
 PROTOCOLS = REPO / "workbench" / "core" / "protocols"
 
 
@@ -77,7 +80,9 @@ def refused(data: dict) -> InputError:
 # ----- every configuration we ship or store parses, and parses back ------------------------------
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
 def test_sample_configs_parse_and_round_trip(path):
-    data = json.loads(path.read_text(encoding="utf-8"))
+    from workbench.core.runs.config import read_config_file
+
+    data = read_config_file(path)  # as rwb run reads it: a dataset or a template file beside it read
     configs = [r.config for r in expand_batch(data)[1]] if is_batch(data) else [parse_run_config(data)]
     for cfg in configs:
         stored = json.loads(json.dumps(cfg.model_dump(mode="json", by_alias=True)))  # runs.config_json
@@ -185,7 +190,7 @@ def test_unknown_keys_in_the_other_protocols():
     (rcp(echo={"patterns": {"a9": "stateless"}}), "echo.patterns.a9: no such agent"),
     (rcp(echo={"interval": 0}), "echo.interval: must be at least 1, got 0"),
     ({"query": "q", "providers": {}, "clusters": []}, "protocol: must be one of rcp, arm, findings, cons"),
-    ({**rcp(), "protocol": "raft"}, "protocol: must be one of rcp, arm, findings, cons, got \"raft\""),
+    ({**rcp(), "protocol": "raft"}, "protocol: must be one of rcp, arm, findings, cons, single, vote, debate, got \"raft\""),
 ])
 def test_each_rule_names_its_field(data, message):
     assert str(refused(data)).startswith(message)

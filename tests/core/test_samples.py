@@ -84,8 +84,10 @@ def test_the_corpus_sample_is_rebuilt_the_same_and_is_not_committed(rebuilt, tmp
 
 def test_the_committed_sample_files_are_small():
     sizes = {p.name: p.stat().st_size for p in SAMPLES.glob("*.rwb") if p.name != "arm-real-trace.rwb"}
-    assert len(sizes) == 6, sizes
-    assert sum(sizes.values()) < 2_000_000, sizes
+    assert len(sizes) == 8, sizes
+    # ground-truth.rwb (four batches of 10 runs, 460 calls) is about 1 MB of it, studies.rwb (three
+    # studies: 22 runs and 6 re-classifications, about 560 calls) about 2 MB
+    assert sum(sizes.values()) < 5_000_000, sizes
 
 
 # ----- what each sample shows ----------------------------------------------------------------------
@@ -179,6 +181,21 @@ def test_echo_truncation_detects_the_lost_marker_and_resumes_after_restoring(ope
     assert failed and failed[0]["action"] == "restoration_triggered"
     steps = [r["step"] for r in rows(store, "SELECT step FROM echo_restorations WHERE agent_id = 'c1' ORDER BY id")]
     assert steps == ["log", "read_seed", "new_session", "inject", "verify", "resume"]
+
+
+def test_studies_hold_rule_only_arms_protocols_compared_and_contamination(open_store):
+    from workbench.services.runs.studies import report_of
+
+    store = open_store("studies")
+    theta, arithmetic, arm = (r["id"] for r in rows(store, "SELECT id FROM studies ORDER BY rowid"))
+    reused = rows(store, "SELECT arm, count(*) AS n, sum(calls_reused) AS reused FROM study_results "
+                         "WHERE study_id = ? AND variant_id IS NOT NULL GROUP BY arm ORDER BY arm", (theta,))
+    assert [(r["arm"], r["n"], r["reused"]) for r in reused] == [("theta 0.67", 2, 72), ("theta 2/3", 2, 72)]
+    assert rows(store, "SELECT count(*) AS n FROM runs WHERE study_id = ? AND arm LIKE 'theta%'", (theta,))[0]["n"] == 0
+    compared = report_of(store, arithmetic)
+    assert {c["arm"] for c in compared["comparisons"] if c["metric"] == "accuracy"} == {"vote", "debate", "rcp"}
+    separations = report_of(store, arm)["separations"]
+    assert [s["metric"] for s in separations] == ["drift_alpha", "drift_beta", "drift_gamma"]
 
 
 def test_arm_real_trace_is_imported_with_audit_notes(rebuilt, open_store):

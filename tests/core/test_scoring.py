@@ -4,6 +4,7 @@ their line and field; the arithmetic preset reproducible from its seed, with rig
 from __future__ import annotations
 
 import ast
+import json
 import operator
 import re
 
@@ -11,7 +12,7 @@ import pytest
 
 from workbench.core.datasets import arithmetic, parse_dataset, to_jsonl
 from workbench.core.errors import InputError
-from workbench.core.scoring import score
+from workbench.core.scoring import Score, score
 
 TABLE = [
     # reply, answer, type, verdict, extracted
@@ -72,6 +73,14 @@ def test_a_bad_item_is_refused_with_its_line_and_field(line, where):
     assert str(refused.value).startswith(f"items.jsonl: {where}")
 
 
+def test_a_csv_cell_past_the_csv_modules_limit_is_refused_with_its_line():
+    # It was csv.Error escaping as an internal error (exit 4).
+    text = "id,question\nq1,Q?\nq2," + "x" * 200_000 + "\n"
+    with pytest.raises(InputError) as refused:
+        parse_dataset(text, "items.csv", "csv")
+    assert str(refused.value).startswith("items.csv: line 3: not valid CSV: field larger than field limit")
+
+
 def test_an_answer_without_a_type_is_a_number_when_it_is_one():
     items = parse_dataset('{"id": 1, "question": "q", "answer": 7}\n{"id": "b", "question": "q", "answer": "Paris"}',
                           "d.jsonl", "jsonl")
@@ -102,3 +111,48 @@ def test_the_arithmetic_preset_is_reproducible_and_its_answers_are_right():
         tree = ast.parse(item.question.removeprefix("What is the result of ").rstrip("?"), mode="eval")
         assert int(item.answer) == _evaluate(tree.body) and item.answer_type == "number"
     assert parse_dataset(to_jsonl(items), "a.jsonl", "jsonl") == items
+
+
+def test_a_pattern_that_backtracks_without_end_is_unscorable_not_a_hang(monkeypatch):
+    import workbench.core.scoring as scoring
+
+    monkeypatch.setattr(scoring, "REGEX_TIMEOUT_S", 0.05)  # the bound, not a timing: the verdict is checked
+    assert score("a" * 60 + "b", "(a|aa)+$", "regex").verdict == "unscorable"
+    assert score("aaa", "(a|aa)+$", "regex") == scoring.Score("correct", "aaa")
+
+
+@pytest.mark.parametrize("pattern, why", [
+    ("a{1000000000}", "unroll it to more than 100,000"),  # compiled for minutes: the library unrolls counts
+    ("((a{1000}){1000}){1000}", "unroll it to more than 100,000"),  # nested counts multiply
+    ("\\\\{1000000}", "unroll it to more than 100,000"),  # an escaped backslash, then a real count
+    ("(" * 999 + ")" * 999, "groups nested 999 deep"),  # was a RecursionError (a traceback)
+])
+def test_a_pattern_that_would_compile_without_end_is_refused_when_the_dataset_is_read(pattern, why):
+    line = json.dumps({"id": "a", "question": "q", "answer": pattern, "answer_type": "regex"})
+    with pytest.raises(InputError) as refused:
+        parse_dataset(line, "items.jsonl", "jsonl")
+    assert str(refused.value).startswith("items.jsonl: line 1: answer: is not a valid regular expression")
+    assert why in str(refused.value)
+
+
+@pytest.mark.parametrize("reply", ["1e400", "-1e400", "9" * 400, "1e99999999999", "1e-99999999999"])
+def test_a_number_past_a_floats_range_is_unscorable_never_an_error_or_a_hang(reply):
+    # "1e400" raised OverflowError as the artifact was written (a model's reply ended the run with
+    # exit 4); "1e99999999999" computed 10 ** 99999999999 without end.
+    assert score(f"The result is {reply}", "3", "number") == Score("unscorable", None)
+
+
+def test_a_known_answer_past_a_floats_range_is_refused_when_the_dataset_is_read():
+    with pytest.raises(InputError) as refused:
+        parse_dataset('{"id": "a", "question": "q", "answer": "1e400", "answer_type": "number"}', "d.jsonl", "jsonl")
+    assert str(refused.value).startswith("d.jsonl: line 1: answer: must hold a number")
+
+
+@pytest.mark.parametrize("pattern, reply, verdict", [
+    ("a{1000}", "a" * 1000, "correct"),  # counts up to the bound are patterns like any other
+    ("\\{99999}", "{99999}", "correct"),  # an escaped brace is a literal, not a count
+    ("\\p{L}{3}", "abc", "correct"),  # an escape's own braces are not a count
+    ("[(]{3}", "(((", "correct"),  # a bracket in a class opens no group
+])
+def test_patterns_within_the_bounds_score_as_usual(pattern, reply, verdict):
+    assert score(reply, pattern, "regex").verdict == verdict

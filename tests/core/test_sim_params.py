@@ -13,6 +13,14 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from tests.core.test_sim_driver import (
+    CONS_PERSONAS,
+    RCP_PERSONAS,
+    run_arm_with,
+    run_cons_with,
+    run_findings_with,
+    run_rcp_with,
+)
 from workbench.core.errors import InputError
 from workbench.core.protocols.arm import metrics_report, parse_reply, run_to_upstream
 from workbench.core.protocols.cons.run import parse_ballot_reply
@@ -22,14 +30,6 @@ from workbench.core.protocols.rcp.steps import IDENTITY as RCP
 from workbench.core.protocols.shared.declaration import Prompts
 from workbench.core.protocols.shared.steps import AgentCall
 from workbench.core.sim import SimError, SimPanel, SimPersona, approval_probability, default_bank, infer_stance
-from tests.core.test_sim_driver import (
-    CONS_PERSONAS,
-    RCP_PERSONAS,
-    run_arm_with,
-    run_cons_with,
-    run_findings_with,
-    run_rcp_with,
-)
 
 BANK = default_bank()
 QUESTION = BANK.get("downtown-cars").question

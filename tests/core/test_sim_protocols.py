@@ -6,12 +6,6 @@ import json
 
 import pytest
 
-from workbench.core.protocols.arm import invariant_violations, metrics_report, run_to_upstream
-from workbench.core.protocols.arm.metrics import verdict_of
-from workbench.core.protocols.cons.run import parse_ballot_reply
-from workbench.core.protocols.findings.run import parse_finding_vote
-from workbench.core.protocols.rcp.run import parse_ballot, parse_vote
-from workbench.core.sim import default_bank
 from tests.core.test_sim_driver import (
     HUMAN_DECISION,
     run_arm_with,
@@ -20,6 +14,12 @@ from tests.core.test_sim_driver import (
     run_findings_with,
     run_rcp_with,
 )
+from workbench.core.protocols.arm import invariant_violations, metrics_report, run_to_upstream
+from workbench.core.protocols.arm.metrics import verdict_of
+from workbench.core.protocols.cons.run import parse_ballot_reply
+from workbench.core.protocols.findings.run import parse_finding_vote
+from workbench.core.protocols.rcp.run import parse_ballot, parse_vote
+from workbench.core.sim import default_bank
 
 BANK = default_bank()
 SEED = 7

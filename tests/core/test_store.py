@@ -10,13 +10,11 @@ from pathlib import Path
 import pytest
 
 from tests.core.store_samples import SAMPLE_ROWS
+from workbench.core.project import _sql, meta, watch
 from workbench.core.project import store as store_module
 from workbench.core.project.files import ProjectError
 from workbench.core.project.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from workbench.core.project.store import Store, journal_mode_for
-from workbench.core.project import _sql
-from workbench.core.project import meta
-from workbench.core.project import watch
 
 
 def sha(path: Path) -> str:

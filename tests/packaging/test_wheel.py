@@ -32,7 +32,7 @@ def shipped_in_repo() -> dict[str, list[str]]:
     wheel must hold it under."""
     folders = {"resources": ("resources", ["*.txt", "*.json", "fonts/*.ttf", "fonts/LICENSE-*", "icons/*.svg",
                                            "help/*.md"]),
-               "sample_runs": ("samples", ["*.json", "*.yaml", "*.yml", "*.rwb"]),
+               "sample_runs": ("samples", ["*.json", "*.jsonl", "*.yaml", "*.yml", "*.rwb"]),
                "docs": ("docs", ["protocols.md"])}
     return {folder: [f"workbench/_data/{inside}/{path.relative_to(REPO / folder).as_posix()}"
                      for pattern in patterns for path in (REPO / folder).glob(pattern)]

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core.project import echo as records
-from workbench.core.runs.config import parse_run_config
-from workbench.core.project.store import Store
-from workbench.services.runs.runner import Runner
 from workbench.core.project import _sql
+from workbench.core.project import echo as records
+from workbench.core.project.store import Store
 from workbench.core.protocols.shared.fencing import mask_fences
+from workbench.core.runs.config import parse_run_config
+from workbench.services.runs.runner import Runner
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_runs" / "rcp-echo-sim.json"
 FULL = ["log", "read_seed", "new_session", "inject", "verify", "resume"]

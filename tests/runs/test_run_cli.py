@@ -97,7 +97,9 @@ def test_invalid_config_names_the_field_and_exits_2(tmp_path, server):
 def test_a_429_storm_stops_resumable_then_resume_completes(tmp_path, server):
     server.default = Reply(status=429, retry_after="0", error_message="slow down")
     cfg = tmp_path / "run.json"
-    cfg.write_text(json.dumps(config(server.base_url)))
+    data = config(server.base_url)
+    data["providers"]["local"]["max_wait_s"] = 0.5  # 429s use no retry: each call waits them out this long
+    cfg.write_text(json.dumps(data))
     project = tmp_path / "p.rwb"
     out = rwb("run", str(cfg), "--project", str(project))
     assert out.returncode == 3  # SPEC §6: a run that ended with incomplete results

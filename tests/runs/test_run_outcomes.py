@@ -78,7 +78,7 @@ def test_a_run_whose_every_call_fails_ends_failed_and_exits_4(tmp_path, server):
     assert out.returncode == 4, out.stderr
     summary = last_json(out)
     assert summary["status"] == "failed" and summary["failed_calls"] == summary["calls"] > 0
-    [line] = [l for l in out.stderr.splitlines() if l.startswith("rwb:")]
+    [line] = [text for text in out.stderr.splitlines() if text.startswith("rwb:")]
     assert "failed: every call failed" in line and "Traceback" not in out.stderr
 
 

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
-from workbench.core.errors import InputError
-
 from tests.support.fake_llm_server import FakeLLMServer, Reply
-from workbench.core.runs.config import parse_run_config
-from workbench.core.project.store import Store
-from workbench.services.runs.runner import Runner
+from workbench.core.errors import InputError
 from workbench.core.project import _sql
+from workbench.core.project.store import Store
+from workbench.core.runs.config import parse_run_config
+from workbench.services.runs.runner import Runner
 
 SECRET = "sk-loopback-SECRET-0123456789abcdef"
 
@@ -213,7 +211,7 @@ def test_a_provider_allowed_32_calls_at_once_gets_more_than_16(tmp_path, monkeyp
     """The runner's thread pool follows the providers' max_concurrency: a floor of 16 threads once
     held a provider at max_concurrency 32 to 16 calls in flight (found by bench/orchestration.py)."""
     monkeypatch.setenv("LOOP_KEY", SECRET)
-    agents = lambda side: [{"id": f"{side}{i}", "provider": "local", "persona": f"{side} {i}."} for i in range(5)]  # noqa: E731
+    agents = lambda side: [{"id": f"{side}{i}", "provider": "local", "persona": f"{side} {i}."} for i in range(5)]
     with FakeLLMServer(default=Reply(text=model_reply, latency_s=0.3)) as server:
         cfg = parse_run_config({
             "protocol": "rcp", "query": "Should the city close its downtown to private cars?", "seed": 7,

@@ -106,11 +106,13 @@ def rwb(*args: str, log: Path, key: str | None = None) -> subprocess.CompletedPr
 
 
 def stored_texts(project: Path) -> dict[str, str]:
-    """Every value of every column of every table, as text, by ``table.column``."""
+    """Every value of every column of every table, as text, by ``table.column``; and of every view
+    (``llm_calls`` since schema step 12: the calls with their texts whole, as the stored tables
+    ``llm_call_rows`` and ``texts`` hold them in parts)."""
     texts: dict[str, list[str]] = {}
     conn = sqlite3.connect(f"file:{project}?mode=ro", uri=True)
     try:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
         for table in tables:
             cursor = conn.execute(f'SELECT * FROM "{table}"')
             columns = [d[0] for d in cursor.description]

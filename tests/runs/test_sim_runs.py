@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core.runs.batch import expand_batch
-from workbench.core.runs.config import parse_run_config
+from workbench.core.project import _sql
 from workbench.core.project.export import run_records
 from workbench.core.project.store import Store
-from workbench.services.runs.runner import Runner
-from workbench.core.project import _sql
 from workbench.core.protocols.shared.fencing import mask_fences
+from workbench.core.runs.batch import expand_batch
+from workbench.core.runs.config import parse_run_config
+from workbench.services.runs.runner import Runner
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_runs"
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from tests.support.fake_llm_server import FakeLLMServer, Reply
 from tests.runs.test_runner_loopback import model_reply
+from tests.support.fake_llm_server import FakeLLMServer, Reply
 from workbench.core.errors import InputError
 from workbench.core.project import _sql
 from workbench.core.project.store import Store
@@ -25,7 +25,7 @@ KEY_B = "sk-deployment-B-fedcba9876543210"
 
 
 def _config(a, b, *, per_deployment=2, **provider):
-    agents = lambda c: [{"id": f"{c}{i}", "provider": "local", "persona": f"{c} {i}."} for i in range(3)]  # noqa: E731
+    agents = lambda c: [{"id": f"{c}{i}", "provider": "local", "persona": f"{c} {i}."} for i in range(3)]
     return parse_run_config({
         "protocol": "rcp", "query": "Should the city close its downtown to private cars?", "seed": 7,
         "dispatch": "concurrent",

@@ -145,19 +145,36 @@ def test_retry_after_on_503_is_honoured(server):
     assert second - first >= 0.3
 
 
-def test_429_until_retries_run_out_is_a_clean_rate_limited_result(server):
-    server.default = Reply(status=429, retry_after="0")
-    result = gateway(server, max_retries=2).call("p", HI)
+def test_429s_use_no_retry_and_end_rate_limited_after_max_wait_s_on_a_fake_clock():
+    # SPEC §10: a 429 never uses up max_retries; the call is refused until max_wait_s has passed.
+    clock = FakeClock()
+    with FakeLLMServer(Reply(status=429, retry_after="2"), clock=clock.now) as srv:
+        result = gateway(srv, max_retries=1, max_wait_s=30, clock=clock.now, sleep=clock.sleep).call("p", HI)
+        arrivals = srv.arrivals()
     assert result.status == "rate_limited" and result.error_kind == "rate_limited"
-    assert result.attempts == 3 and len(server.chat_requests) == 3
+    assert result.attempts == len(arrivals) == 15  # every 2 s (its Retry-After) for 30 s: far past max_retries
+    assert arrivals[-1] - arrivals[0] == 28 and "429" in result.error and "max_wait_s of 30 s" in result.error
+
+
+def test_a_retry_after_of_0_is_backed_off_not_hammered(server):
+    server.default = Reply(status=429, retry_after="0")
+    result = gateway(server, max_retries=2, max_wait_s=0.3).call("p", HI)
+    assert result.status == "rate_limited" and result.error_kind == "rate_limited"
+    assert 3 < result.attempts == len(server.chat_requests) < 60  # FAST backoff: 10-50 ms between tries
     assert "429" in result.error
+
+
+def test_a_max_wait_s_of_0_ends_a_call_at_its_first_429(server):
+    server.default = Reply(status=429, retry_after="1")
+    result = gateway(server, max_wait_s=0).call("p", HI)
+    assert result.status == "rate_limited" and result.attempts == 1 == len(server.chat_requests)
 
 
 def test_a_retry_after_beyond_the_limit_gives_up_at_once(server):
     server.default = Reply(status=429, retry_after="3600")
     result = gateway(server, max_retries=5, max_retry_after_s=10).call("p", HI)
     assert result.status == "rate_limited" and result.attempts == 1
-    assert "3600" in result.error
+    assert "3600" in result.error and "max_wait_s of 300 s" in result.error
 
 
 def test_timeout_then_ok(server):
@@ -263,10 +280,12 @@ def test_rpm_holds_over_many_60s_windows_under_a_429_storm_on_a_fake_clock():
 def test_a_long_storm_ends_rate_limited_within_rpm_on_a_fake_clock():
     clock = FakeClock()
     with FakeLLMServer(Reply(status=429, retry_after="2"), clock=clock.now) as srv:
-        gw = gateway(srv, rpm=30, max_retries=6, clock=clock.now, sleep=clock.sleep)
+        gw = gateway(srv, rpm=30, max_retries=6, max_wait_s=20, clock=clock.now, sleep=clock.sleep)
         results = [gw.call("p", HI) for _ in range(8)]
-        assert srv.max_in_window(60.0) == 30 and len(srv.chat_requests) == 56
-    assert all(r.status == "rate_limited" and r.attempts == 7 and r.error_kind == "rate_limited" for r in results)
+        assert srv.max_in_window(60.0) == 30 and len(srv.chat_requests) == sum(r.attempts for r in results)
+    # refused about every 2 s (its Retry-After, spaced by rpm) for 20 s: 10 or 11 attempts each, past max_retries
+    assert all(r.status == "rate_limited" and 10 <= r.attempts <= 11 and r.error_kind == "rate_limited"
+               for r in results)
 
 
 def max_in_window(stamps: list[float], window_s: float) -> tuple[int, list[float]]:
@@ -374,7 +393,7 @@ def test_the_key_reaches_the_server_and_nothing_else(server, monkeypatch, caplog
     secret = "sk-test-7f3a9c2e51d04b8e"
     monkeypatch.setenv("RWB_TEST_SECRET", secret)
     caplog.set_level(logging.DEBUG)
-    echo = lambda req: f"you sent {req.headers.get('authorization')}"  # noqa: E731
+    echo = lambda req: f"you sent {req.headers.get('authorization')}"
     server.enqueue(Reply(status=401, body=lambda req: json.dumps({"error": {"message": echo(req)}})),
                    Reply(status=500, error_message=f"upstream rejected {secret}"),
                    Reply(text=echo))

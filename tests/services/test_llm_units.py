@@ -7,8 +7,8 @@ import json
 import logging
 import random
 import threading
-from email.utils import format_datetime
 from datetime import datetime, timezone
+from email.utils import format_datetime
 
 import pytest
 
@@ -17,8 +17,7 @@ from workbench.services.llm import secrets as llm_secrets
 from workbench.services.llm.cache import MemoryCacheBackend, ResponseCache, cache_key
 from workbench.services.llm.limits import Backoff, ConcurrencyGate, RateLimiter, parse_retry_after
 from workbench.services.llm.result import CallResult
-from workbench.services.llm.secrets import (MissingKey, SecretFilter, keyring_entry, resolve_key, scrub,
-                                            scrub_value)
+from workbench.services.llm.secrets import MissingKey, SecretFilter, keyring_entry, resolve_key, scrub, scrub_value
 
 
 def max_in_window(stamps: list[float], window: float) -> int:

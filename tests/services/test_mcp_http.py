@@ -19,10 +19,10 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from workbench.core.project import _sql
 from workbench.core.project.findings import FindingsStore
 from workbench.core.project.store import Store
 from workbench.services.mcp.http import READY_PREFIX
-from workbench.core.project import _sql
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 30

@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 import pytest
-from workbench.core.project import _sql
-from workbench.core.project import watch
+
+from workbench.core.project import _sql, watch
 
 CLIENTS, VOTES_EACH, HOSTS, FINDINGS = 20, 500, 2, 10
 TIMEOUT_S = 240
@@ -114,7 +114,7 @@ def run_gui(project: str, stop_file: str, ready_file: str) -> dict:
                     seen = version
                     findings.list_findings()
                     reads += 1
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 — any failure of a reader thread is collected and asserted on
                 errors.append(f"{type(exc).__name__}: {exc}")
         time.sleep(0.02)
     store.close_connection()
@@ -126,8 +126,8 @@ def run_gui(project: str, stop_file: str, ready_file: str) -> dict:
 @pytest.mark.timeout(TIMEOUT_S + 60)
 def test_twenty_clients_and_the_gui_write_one_file_and_nothing_is_lost(tmp_path):
     from workbench.core.project.findings import FindingsStore
-    from workbench.core.protocols.findings.book import Vote, consensus
     from workbench.core.project.store import Store
+    from workbench.core.protocols.findings.book import Vote, consensus
 
     project = tmp_path / "load.rwb"
     store = Store.create(project)

@@ -11,11 +11,11 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
+from workbench.core.project import _sql
 from workbench.core.project.findings import FindingsStore
 from workbench.core.project.schema import SCHEMA_VERSION
 from workbench.core.project.store import Store, utc_now
 from workbench.services.mcp.server import ConsensusServer
-from workbench.core.project import _sql
 
 TOOLS = {"submit_vote", "get_consensus_results", "get_challenged_findings", "create_finding",
          "list_findings", "get_finding_history"}
@@ -265,7 +265,7 @@ def test_list_findings_by_status(server):
     ok(server, "create_finding", {"claim": "fine", "finding_id": "f2"})
     ok(server, "submit_vote", {"finding_id": "f2", "agent": "dev", "vote_type": "confirm", "confidence": 1})
     ok(server, "create_finding", {"claim": "waiting", "finding_id": "f3"})
-    ids = lambda status: [f["id"] for f in ok(server, "list_findings", {"status": status})["findings"]]  # noqa: E731
+    ids = lambda status: [f["id"] for f in ok(server, "list_findings", {"status": status})["findings"]]
     assert [f["id"] for f in ok(server, "list_findings")["findings"]] == ["f1", "f2", "f3"]
     assert ids("all") == ["f1", "f2", "f3"]
     assert ids("confirmed") == ["f2"] and ids("Challenged") == ["f1"] and ids("pending") == ["f3"]

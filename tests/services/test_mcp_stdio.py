@@ -16,9 +16,9 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from workbench.core.project import _sql
 from workbench.core.project.findings import FindingsStore
 from workbench.core.project.store import Store
-from workbench.core.project import _sql
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 60

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from workbench.core.project import _sql
 from workbench.core.project.demo import build_demo
+from workbench.core.project.store import Store
 from workbench.core.protocols.shared.steps import AgentCall
 from workbench.core.runs.config import parse_run_config
-from workbench.core.project.store import Store
+from workbench.services.project_model import ProjectModel
 from workbench.services.runs.agents import AgentRouter
 from workbench.services.runs.manual_agents import QtManualAgents
-from workbench.services.project_model import ProjectModel
 from workbench.services.runs.service import RunService
 from workbench.services.workers import live_workers
-from workbench.core.project import _sql
 
 WAIT_MS = 15_000
 DEMO_CALLS = 36  # the demo's RCP config: 6 artifacts, each voted on by the 5 other agents

@@ -17,6 +17,11 @@ error status with a ``Retry-After`` header, a hang past the client's timeout, a 
 body, a truncated SSE stream (the connection dropped mid-stream), arbitrary headers and usage
 numbers. Its ``text`` and ``body`` may be functions of the :class:`RecordedRequest`.
 
+``RateLimitRule(rps)`` as ``server.rule`` makes it a provider with a rate limit: at most ``rps``
+requests accepted in any 1 s window, 429 with ``Retry-After`` (whole seconds) above it.
+``FakeLLMServer(batches=FakeBatchAPI())`` adds a stand-in of OpenAI's ``/v1/files`` and
+``/v1/batches`` (tests/support/fake_batch_api.py), whose requests are answered like chat requests.
+
 Every request is recorded (``server.requests``) with its arrival time on ``server.clock``
 (``time.monotonic`` unless a test injects a fake clock), its headers (lower-cased names) and its
 parsed body, and the server tracks the most requests it ever had in flight at once.
@@ -28,6 +33,7 @@ connections, wakes any handler that is hanging or sleeping, and joins every thre
 from __future__ import annotations
 
 import json
+import math
 import socket
 import threading
 import time
@@ -80,6 +86,25 @@ def _count_words(messages: list[dict]) -> int:
     return sum(len(str(m.get("content", "")).split()) for m in messages)
 
 
+def completion_payload(request: RecordedRequest, reply: Reply) -> dict[str, Any]:
+    """The chat.completion body a 200 ``reply`` answers ``request`` with (its usage counted in
+    words when the reply gives none). The batch stand-in writes the same body into its output file."""
+    text = reply.text(request) if callable(reply.text) else reply.text
+    body = request.body or {}
+    prompt = (reply.usage or {}).get("prompt_tokens", _count_words(request.messages))
+    completion = (reply.usage or {}).get("completion_tokens", len(text.split()))
+    return {"id": f"chatcmpl-fake-{request.index}", "object": "chat.completion", "created": int(time.time()),
+            "model": reply.model or body.get("model") or "fake-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": reply.finish_reason}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}}
+
+
+def error_payload(reply: Reply) -> dict[str, Any]:
+    kind = "rate_limit_exceeded" if reply.status == 429 else "server_error"
+    return {"error": {"message": reply.error_message, "type": kind, "code": reply.status}}
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
     disable_nagle_algorithm = True  # without it every request costs ~40 ms (delayed ACK)
@@ -101,20 +126,26 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- routing ---------------------------------------------------------------------------
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:  # noqa: N802 — http.server's method name
         owner = self.server.owner
-        owner._record(self, b"")
+        request = owner._record(self, b"")
+        if owner.batches is not None and owner.batches.serves(self.path):
+            self._send_raw(*owner.batches.handle(request, b""))
+            return
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             data = [{"id": m, "object": "model", "owned_by": "fake"} for m in owner.models]
             self._send_json(200, {"object": "list", "data": data})
         else:
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:  # noqa: N802 — http.server's method name
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         request = owner._record(self, raw)
+        if owner.batches is not None and owner.batches.serves(self.path):
+            self._send_raw(*owner.batches.handle(request, raw))
+            return
         if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
@@ -149,29 +180,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_raw(reply.status, body.encode(), "application/json", extra)
             return
         if reply.status != 200:
-            kind = "rate_limit_exceeded" if reply.status == 429 else "server_error"
-            payload = {"error": {"message": reply.error_message, "type": kind, "code": reply.status}}
-            self._send_json(reply.status, payload, extra)
+            self._send_json(reply.status, error_payload(reply), extra)
             return
         if reply.malformed:
             self._send_raw(200, b'{"id": "chatcmpl-bad", "choices": [{"message": {"content": "tru', "application/json", extra)
             return
-        text = reply.text(request) if callable(reply.text) else reply.text
-        body = request.body or {}
-        model = reply.model or body.get("model") or "fake-model"
-        prompt = (reply.usage or {}).get("prompt_tokens", _count_words(request.messages))
-        completion = (reply.usage or {}).get("completion_tokens", len(text.split()))
-        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
-        cid = f"chatcmpl-fake-{request.index}"
-        if body.get("stream"):
-            self._stream(cid, model, text, usage, reply, extra)
+        payload = completion_payload(request, reply)
+        if (request.body or {}).get("stream"):
+            text = payload["choices"][0]["message"]["content"]
+            self._stream(payload["id"], payload["model"], text, payload["usage"], reply, extra)
             return
-        payload = {
-            "id": cid, "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": reply.finish_reason}],
-            "usage": usage,
-        }
         self._send_json(200, payload, extra)
 
     def _stream(self, cid: str, model: str, text: str, usage: dict, reply: Reply, extra: dict) -> None:
@@ -242,8 +260,13 @@ class FakeLLMServer:
     """A scriptable OpenAI-compatible server on 127.0.0.1 (see the module docstring)."""
 
     def __init__(self, default: Reply | None = None, *, clock: Callable[[], float] = time.monotonic,
-                 models: list[str] | None = None):
+                 models: list[str] | None = None, batches: Any = None):
         self.default = default or Reply()
+        # OpenAI's /v1/files and /v1/batches, when given (tests/support/fake_batch_api.py); their
+        # requests are answered like chat requests: queue, rule, default.
+        self.batches = batches
+        if batches is not None:
+            batches.server = self
         self.rule: Callable[[RecordedRequest], Reply | None] | None = None
         self.clock = clock
         self.models = models or ["fake-model"]
@@ -314,7 +337,7 @@ class FakeLLMServer:
     @property
     def chat_requests(self) -> list[RecordedRequest]:
         with self._lock:
-            return [r for r in self.requests if r.method == "POST"]
+            return [r for r in self.requests if r.method == "POST" and "/chat/completions" in r.path]
 
     def arrivals(self) -> list[float]:
         return [r.arrived for r in self.chat_requests]
@@ -368,6 +391,30 @@ class FakeLLMServer:
     def _leave(self) -> None:
         with self._lock:
             self._in_flight -= 1
+
+
+class RateLimitRule:
+    """A ``server.rule`` that enforces a provider's rate limit: at most ``rps`` requests accepted in
+    any window of ``window_s`` seconds (sliding, over the requests it accepted); above it a 429 with
+    ``Retry-After`` in whole seconds, rounded up, as real providers send it. ``refused`` counts them."""
+
+    def __init__(self, rps: float, window_s: float = 1.0, *, clock: Callable[[], float] = time.monotonic):
+        self.rps, self.window_s, self.clock = rps, window_s, clock
+        self.accepted: deque[float] = deque()
+        self.refused = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: RecordedRequest) -> Reply | None:
+        now = self.clock()
+        with self._lock:
+            while self.accepted and now - self.accepted[0] >= self.window_s:
+                self.accepted.popleft()
+            if len(self.accepted) >= self.rps:
+                self.refused += 1
+                wait = self.window_s - (now - self.accepted[0])
+                return Reply(status=429, retry_after=max(1, math.ceil(wait)), error_message="rate limited")
+            self.accepted.append(now)
+        return None  # the server's default (or queued) reply
 
 
 class FakeClock:

@@ -10,9 +10,27 @@ smaller than its minimum size hint.
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, Qt
-from PySide6.QtWidgets import (QAbstractItemView, QAbstractScrollArea, QAbstractSpinBox, QComboBox, QDockWidget,
-                               QFocusFrame, QHeaderView, QListView, QMenu, QRubberBand, QScrollArea, QScrollBar,
-                               QSizeGrip, QSizePolicy, QSplitter, QTabBar, QTableView, QTreeView, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QAbstractScrollArea,
+    QAbstractSpinBox,
+    QComboBox,
+    QDockWidget,
+    QFocusFrame,
+    QHeaderView,
+    QListView,
+    QMenu,
+    QRubberBand,
+    QScrollArea,
+    QScrollBar,
+    QSizeGrip,
+    QSizePolicy,
+    QSplitter,
+    QTabBar,
+    QTableView,
+    QTreeView,
+    QWidget,
+)
 
 RULES = {1.0: {"rows": 8, "plot_h": 300, "plot_w": 400}, 1.5: {"rows": 5, "plot_h": 240, "plot_w": 400}}
 SKIP_TYPES = (QScrollBar, QSizeGrip, QRubberBand, QMenu, QFocusFrame, QHeaderView)

@@ -13,10 +13,10 @@ from PySide6.QtWidgets import QApplication
 from tests.services.test_run_service import DEMO_CALLS, cons_config, demo_project, read, slow_sim
 from tests.ui.conftest import WAIT_MS
 from tests.ui.live_run_helpers import click, click_run
+from workbench.core.project import _sql
 from workbench.core.project.store import Store, utc_now
 from workbench.services.workers import live_workers
 from workbench.ui.panels.live_run_panel import GREY, SIM_NOTE
-from workbench.core.project import _sql
 
 
 def panel_of(window):
@@ -84,6 +84,9 @@ def test_a_simulated_run_from_the_panel_completes_with_its_calls_and_the_sim_bad
     assert f"{len(invalid)} invalid or failed" in panel.calls_heading.text()
     [notice] = window.notices.messages
     assert notice.level == "info" and "completed" in notice.text
+    # Named as the runs list names it (label, protocol, start), never by its id (issue 26).
+    assert run["id"] not in notice.text and "RCP" in notice.text
+    assert notice.text.startswith("Run " + cell(panel.runs_table, 0, "Run").split(" · ")[0])
 
     # For the docs: a taller Live Run, the grey rows in view, c3's persona, every panel refreshed.
     qtbot.wait(2 * window.model.POLL_MS)  # the model's poll has shown the run to the other panels

@@ -10,8 +10,18 @@ import sys
 
 from tests.services.test_run_service import demo_project
 from tests.ui.conftest import WAIT_MS
-from tests.ui.live_run_helpers import (SAMPLES, click, click_menu, empty_project, panel_of, put, read, template,
-                                      type_into, wait_valid)
+from tests.ui.live_run_helpers import (
+    SAMPLES,
+    click,
+    click_menu,
+    empty_project,
+    panel_of,
+    put,
+    read,
+    template,
+    type_into,
+    wait_valid,
+)
 from workbench.core.runs.config import parse_run_config
 from workbench.ui import prompts
 
@@ -52,7 +62,7 @@ def test_a_template_fills_the_form_and_typing_is_validated_by_the_run_models(qtb
     qtbot.waitUntil(lambda: not editor.pending, timeout=WAIT_MS)
     assert "tau" not in editor.document() and editor.document()["protocol"] == "cons"
     assert editor.check.message.startswith("options:")  # CONS needs its options
-    type_into(qtbot, editor.options_edit, "Yes\nNo")
+    type_into(qtbot, editor.fields[("options",)], "Yes\nNo")
     wait_valid(qtbot, panel)
     assert editor.document()["options"] == ["Yes", "No"]
     editor.protocol_combo.setCurrentIndex(editor.protocol_combo.findData("rcp"))
@@ -75,7 +85,7 @@ def test_a_template_fills_the_form_and_typing_is_validated_by_the_run_models(qtb
 def test_a_new_configuration_from_the_projects_clusters(qtbot, window, tmp_path, open_project):
     open_project(demo_project(tmp_path))
     panel = panel_of(window)
-    click_menu(qtbot, panel.new_button, "From the project's clusters: RCP")
+    click_menu(qtbot, panel.new_button, "From the project's clusters: Resonant Consensus Protocol (rcp)")
     qtbot.waitUntil(lambda: panel.editor.document().get("label") == "New RCP run", timeout=WAIT_MS)
     qtbot.waitUntil(lambda: not panel.editor.pending, timeout=WAIT_MS)
     doc = panel.editor.document()
@@ -120,7 +130,7 @@ def test_save_in_the_project_and_as_a_file_rwb_run_accepts_then_load_it_back(
     monkeypatch.setattr(prompts, "open_run_config_path", lambda *_a, **_k: SAMPLES / "cons-sim.json")
     click_menu(qtbot, panel.file_button, "Open a JSON or YAML file…")
     wait_valid(qtbot, panel)
-    assert editor.protocol == "cons" and editor.options_edit.toPlainText() == "single file\nsplit per module"
+    assert editor.protocol == "cons" and editor.fields[("options",)].toPlainText() == "single file\nsplit per module"
     monkeypatch.setattr(prompts, "open_run_config_path", lambda *_a, **_k: target)
     click_menu(qtbot, panel.file_button, "Open a JSON or YAML file…")
     wait_valid(qtbot, panel)

@@ -8,7 +8,18 @@ from PySide6.QtCore import Qt
 
 from tests.services.test_run_service import cons_config
 from tests.ui.conftest import WAIT_MS
-from tests.ui.live_run_helpers import RUN_MS, click, click_run, empty_project, panel_of, plain, put, read, rows, template
+from tests.ui.live_run_helpers import (
+    RUN_MS,
+    click,
+    click_run,
+    empty_project,
+    panel_of,
+    plain,
+    put,
+    read,
+    rows,
+    template,
+)
 from workbench.core.project.store import Store
 from workbench.services.runs.agents import DecisionsFile
 from workbench.services.runs.runner import Runner

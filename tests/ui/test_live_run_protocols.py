@@ -12,8 +12,19 @@ from PySide6.QtCore import Qt
 
 from tests.services.test_run_service import slow_sim
 from tests.ui.conftest import WAIT_MS
-from tests.ui.live_run_helpers import (RUN_MS, click, click_menu, click_run, empty_project, panel_of, read, rows,
-                                      start, type_into, wait_valid)
+from tests.ui.live_run_helpers import (
+    RUN_MS,
+    click,
+    click_menu,
+    click_run,
+    empty_project,
+    panel_of,
+    read,
+    rows,
+    start,
+    type_into,
+    wait_valid,
+)
 from workbench.ui.widgets.config_source import templates
 
 

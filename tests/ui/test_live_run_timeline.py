@@ -14,8 +14,20 @@ from PySide6.QtGui import QColor
 from tests.services.test_run_service import slow_sim
 from tests.support.fake_llm_server import FakeLLMServer, Reply
 from tests.ui.conftest import WAIT_MS
-from tests.ui.live_run_helpers import (RUN_MS, click, click_call, click_run, empty_project, panel_of, plain, put, read,
-                                      rows, start, template)
+from tests.ui.live_run_helpers import (
+    RUN_MS,
+    click,
+    click_call,
+    click_run,
+    empty_project,
+    panel_of,
+    plain,
+    put,
+    read,
+    rows,
+    start,
+    template,
+)
 from workbench.services.runs.agents import AgentRouter
 from workbench.services.runs.runner import RunProgress
 from workbench.ui.widgets.run_timeline import GREY, RED

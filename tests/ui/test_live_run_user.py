@@ -17,9 +17,24 @@ from PySide6.QtCore import Qt
 from tests.services.test_run_service import slow_sim
 from tests.support.fake_llm_server import FakeLLMServer, Reply
 from tests.ui.conftest import WAIT_MS
-from tests.ui.live_run_helpers import (RUN_MS, SAMPLES, choose_template, click, click_call, click_menu, click_run,
-                                       empty_project, open_document, panel_of, plain, read, rows, sample, start,
-                                       type_into)
+from tests.ui.live_run_helpers import (
+    RUN_MS,
+    SAMPLES,
+    choose_template,
+    click,
+    click_call,
+    click_menu,
+    click_run,
+    empty_project,
+    open_document,
+    panel_of,
+    plain,
+    read,
+    rows,
+    sample,
+    start,
+    type_into,
+)
 from workbench.ui import prompts
 
 
@@ -89,11 +104,18 @@ def small_rcp(base_url: str, **provider) -> dict:
     return doc
 
 
+def artifact_or_vote(request) -> str:
+    if "Answer in one or two short paragraphs" in request.messages[-1]["content"]:
+        return "Closing the centre cuts traffic and noise; shops need deliveries."
+    return "YES: a fair first step."
+
+
 def test_a_429_wait_shows_as_it_happens_then_the_call_completes(qtbot, window, tmp_path, open_project, monkeypatch):
     path = empty_project(tmp_path)
     open_project(path)
     panel = panel_of(window)
-    with FakeLLMServer(default=Reply(text="YES: a fair first step.")) as server:
+    # The artifact and the votes in words of their own: a vote that only repeats the artifact is no vote.
+    with FakeLLMServer(default=Reply(text=artifact_or_vote)) as server:
         server.enqueue(Reply(status=429, retry_after=2, error_message="slow down"))
         doc = small_rcp(server.base_url, model="openai/fake-model", max_retries=2)
         doc["dispatch"] = "sequential"

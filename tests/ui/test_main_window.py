@@ -7,16 +7,16 @@ import sqlite3
 from PySide6.QtWidgets import QDockWidget
 
 from tests.ui.conftest import WAIT_MS
+from workbench.core.project import _sql
 from workbench.core.project.schema import APPLICATION_ID, MIGRATIONS
 from workbench.core.project.store import Store
 from workbench.services.project_model import ProjectModel
 from workbench.ui import prompts
 from workbench.ui.main_window import MainWindow
 from workbench.ui.settings import AppSettings
-from workbench.core.project import _sql
 
-PANEL_TITLES = ["Clusters & Agents", "Live Run", "Trace Inspector", "Quadrant", "Drift & Convergence",
-                "Anchors & Restoration", "Findings & Reports"]
+PANEL_TITLES = ["Clusters & Agents", "Protocol Editor", "Live Run", "Trace Inspector", "Quadrant",
+                "Drift & Convergence", "Anchors & Restoration", "Findings & Reports", "Studies"]
 
 
 def add_cluster(store: Store, name: str):

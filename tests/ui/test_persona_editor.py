@@ -8,11 +8,11 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 
 from tests.ui.conftest import WAIT_MS
-from workbench.core.project.demo import build_demo
-from workbench.core.sim.persona import SimPersona
-from workbench.core.project.store import Store
-from workbench.ui.widgets.persona_editor import PersonaEditor, _UnitField, persona_fields
 from workbench.core.project import _sql
+from workbench.core.project.demo import build_demo
+from workbench.core.project.store import Store
+from workbench.core.sim.persona import SimPersona
+from workbench.ui.widgets.persona_editor import PersonaEditor, _UnitField, persona_fields
 
 
 def stored_params(path: Path, agent: str) -> dict:

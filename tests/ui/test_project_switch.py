@@ -8,8 +8,7 @@ import json
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QLabel, QLineEdit, QPlainTextEdit, QTextEdit,
-                               QWidget)
+from PySide6.QtWidgets import QAbstractItemView, QComboBox, QLabel, QLineEdit, QPlainTextEdit, QTextEdit, QWidget
 
 from tests.ui.conftest import WAIT_MS
 from tests.ui.live_run_helpers import RUN_MS, click, empty_project, panel_of, read, type_into

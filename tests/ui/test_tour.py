@@ -202,7 +202,7 @@ def test_finishing_clears_the_resume_point(qtbot, demo):
 def test_the_outline_follows_its_target_when_the_window_resizes(qtbot, demo):
     window = demo
     tour = start_tour(qtbot, window)
-    tour.show_step(next(i for i, s in enumerate(STEPS) if s.key == "cons_matrix"))
+    tour.show_step(next(i for i, s in enumerate(STEPS) if s.key == "ballot_matrix"))
     settled(qtbot, tour)
     before = QRect(tour.overlay.highlight)
     window.resize(1180, 700)

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
-from PySide6.QtWidgets import (QApplication, QComboBox, QDoubleSpinBox, QLabel, QScrollArea, QSlider, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QDoubleSpinBox,
+    QLabel,
+    QScrollArea,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
 
 from tests.services.test_run_service import demo_project
 from tests.ui.conftest import WAIT_MS

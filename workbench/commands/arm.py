@@ -63,8 +63,8 @@ def _run_import(args: argparse.Namespace) -> int:
     import sys
     from dataclasses import asdict
 
-    from workbench.core.project.arm_import import import_arm_file
     from workbench.core.errors import InputError
+    from workbench.core.project.arm_import import import_arm_file
     from workbench.core.project.store import Store
 
     store = Store.open(args.project)
@@ -93,8 +93,8 @@ def _add_export(p: argparse.ArgumentParser) -> None:
 def _run_export(args: argparse.Namespace) -> int:
     from workbench.commands.io import check_output, write_output
     from workbench.core.project.arm_import import export_arm_run
-    from workbench.core.protocols.arm.js import js_stringify
     from workbench.core.project.store import Store
+    from workbench.core.protocols.arm.js import js_stringify
 
     if args.out:  # refused before the project is even opened
         check_output(args.out, force=args.force)

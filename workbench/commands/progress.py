@@ -84,6 +84,7 @@ class Progress:
         self._shown_phase: str | None = None
         self._width = 0
         self._state: tuple = ("", None, 0, 0, 0, None)
+        self._batch_said = ""
 
     def on_call(self, event) -> None:
         with self._lock:
@@ -97,6 +98,11 @@ class Progress:
                 event = echo_event(p.phase, p.message)  # a loss, a restoration, an escalation: its own line
                 if event:
                     self._write(event, keep=True)
+                return
+            if p.phase == "batch":  # "waiting for batch: ..." with the provider's counts, when they move
+                if p.message != self._batch_said:
+                    self._batch_said = p.message
+                    self._write(p.message, keep=True)
                 return
             if p.phase not in ("result", "warning", "phase", "progress", "gate") and p.phase != self._phase:
                 self._phase = p.phase

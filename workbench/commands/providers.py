@@ -1,8 +1,8 @@
 """``rwb providers stats --project FILE [--json] [--run RUN_ID]``: provider health.
 
 Per provider and model: calls, the valid-reply rate, p50 and p95 latency, tokens, cost (unknown
-where any call's cost is unknown, never $0) and the reply quality flags (docs/providers.md
-"Provider health"). A table for people by default; ``--json`` for programs. A missing or damaged
+where any call's cost is unknown, never $0), the adaptive concurrency limit (429s, cuts, lowest
+limit) and the reply quality flags (docs/providers.md "Provider health"). A table for people by default; ``--json`` for programs. A missing or damaged
 project exits 2 with one line on stderr.
 """
 
@@ -64,6 +64,18 @@ def _flags(flags: dict) -> str:
     return ", ".join(f"{labels.get(k, k)} {n}" for k, n in flags.items()) or "—"
 
 
+def _limit(c: dict) -> str:
+    """``8→2 · 2 cuts · 9×429``: the ceiling, the lowest limit, the cuts and the 429s answered."""
+    if not c or not c.get("deployments"):
+        return "—"
+    ceiling = max(d["ceiling"] for d in c["deployments"].values())
+    if not c["cuts"] and not c["refusals"]:
+        return f"{ceiling} (no 429)"
+    cuts = f"{c['cuts']} cut{'s' if c['cuts'] != 1 else ''}"
+    grew = f" · {c['grew']} up" if c["grew"] else ""
+    return f"{ceiling}→{c['lowest']} · {cuts}{grew} · {c['refusals']}×429"
+
+
 def stats_table(rows: list[dict]) -> str:
     from workbench.commands.tables import text_table
 
@@ -77,8 +89,9 @@ def stats_table(rows: list[dict]) -> str:
             tokens += f" (+{r['tokens_unknown']} unknown)"
         body.append([r["provider"], r["model"], str(r["calls"]), f"{rate} ({r['ok']}/{r['calls']})",
                      str(r["invalid"]), str(r["failed"]), _ms(r["latency_p50_ms"]), _ms(r["latency_p95_ms"]),
-                     tokens, _cost(r), _flags(r["flags"])])
+                     tokens, _cost(r), _limit(r.get("concurrency") or {}), _flags(r["flags"])])
     text = text_table(["PROVIDER", "MODEL", "CALLS", "VALID", "INVALID", "FAILED", "P50", "P95",
-                       "TOKENS (PROMPT / COMPLETION)", "COST", "FLAGS"], body, max_width={1: 40, 10: 60})
+                       "TOKENS (PROMPT / COMPLETION)", "COST", "LIMIT", "FLAGS"], body, max_width={1: 40, 11: 60})
     return text + ("VALID: replies the protocol could read. P50/P95: latency of the calls sent (cache hits "
-                   "left out). Full figures as JSON: rwb providers stats --json\n")
+                   "left out). LIMIT: max_concurrency→the lowest adaptive limit, its cuts and steps up, and "
+                   "the 429s answered. Full figures as JSON: rwb providers stats --json\n")

@@ -15,6 +15,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--decisions", metavar="FILE", help=DECISIONS_HELP)
     p.add_argument("--estimate", action="store_true",
                    help="print the expected calls, tokens and cost as JSON, and exit: nothing runs, nothing is created")
+    p.add_argument("--detach", action="store_true", help=DETACH_HELP)
     p.set_defaults(run=run_run)
 
     p = sub.add_parser("resume", help="finish an interrupted run, or every run of a batch, issuing only the "
@@ -29,6 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "to N tokens")
     p.add_argument("--run-max-usd", type=float, metavar="X", help="a batch: raise each run's own cap to X dollars")
     p.add_argument("--run-max-tokens", type=int, metavar="N", help="a batch: raise each run's own cap to N tokens")
+    p.add_argument("--detach", action="store_true", help=DETACH_HELP)
     p.set_defaults(run=run_resume)
 
     p = sub.add_parser("replay", help="re-run a stored run from its stored replies, calling no model")
@@ -53,6 +55,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run_export)
 
 
+DETACH_HELP = ("providers with batch_api: return once a phase's batch is submitted (or, resuming, once the "
+               "provider was asked), leaving the run waiting (exit 3); rwb resume collects it later")
 DECISIONS_HELP = ("a JSON file of the conductor's decisions, by CONS question id ({\"CONS-001\": \"...\"}, "
                   "\"*\" for any): without one, a run that needs a person stops, resumable")
 
@@ -76,6 +80,10 @@ def exit_code(summary: dict) -> tuple[int, str]:
         if status == "degraded" and summary.get("failed_calls"):
             line += f"; rwb resume {summary.get('run_id')} issues its {summary['failed_calls']} failed call(s) again"
         return 3, line
+    if status == "waiting":
+        out = ", ".join(f"{b.get('id')} ({b.get('status')})" for b in summary.get("waiting_for_batch") or ()) or "its batches"
+        return 3, (f"run {summary.get('run_id')} waits for its provider batch: {out}; "
+                   f"rwb resume {summary.get('run_id')} collects it when it is done")
     if status == "interrupted" and summary.get("waiting_for_human"):
         return 1, (f"run {summary.get('run_id')} waits for a person's decision (the CONS conductor): give it in "
                    f"a decisions file, rwb resume {summary.get('run_id')} --decisions FILE, or in the workbench")
@@ -118,7 +126,7 @@ def _open_or_create(path: str):
     return Store.open(path) if Path(path).exists() else Store.create(path)
 
 
-def _execute(store, runner_call, quiet: bool, manual=None) -> int:
+def _execute(store, runner_call, quiet: bool, manual=None, detach: bool = False) -> int:
     """Run ``runner_call(runner)``, print its summary as the last line, and return the exit code;
     the reason behind any code but 0 is one line on stderr."""
     import signal
@@ -132,7 +140,8 @@ def _execute(store, runner_call, quiet: bool, manual=None) -> int:
 
     progress = Progress(quiet)
     try:
-        runner = Runner(store, on_progress=progress, on_call=progress.on_call, cancel=cancel, manual=manual)
+        runner = Runner(store, on_progress=progress, on_call=progress.on_call, cancel=cancel, manual=manual,
+                        detach=detach)
         summary = runner_call(runner)
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -180,7 +189,7 @@ def run_run(args: argparse.Namespace) -> int:
 
         run_id = Runner(store).create(cfg)
         print(run_id, flush=True)
-        return _execute(store, lambda runner: runner.execute(run_id), args.quiet, manual)
+        return _execute(store, lambda runner: runner.execute(run_id), args.quiet, manual, args.detach)
     finally:
         store.close_connection()
 
@@ -189,10 +198,9 @@ def _run_batch(data: dict, args: argparse.Namespace) -> int:
     """Every run of the batch in turn; prints the batch id, each run id, then the batch summary."""
     from workbench.core.runs.batch import expand_batch
     from workbench.services.runs.batches import create_batch
+    from workbench.services.runs.estimate import check_document_budget
     from workbench.services.runs.preflight import preflight
     from workbench.services.runs.runner import Runner
-
-    from workbench.services.runs.estimate import check_document_budget
 
     _, planned = expand_batch(data)  # every run's configuration, validated
     manual = _decisions(args.decisions)
@@ -219,8 +227,11 @@ def _finish_batch(store, batch_id: str, ids: list[str], args: argparse.Namespace
             codes.append(exit_code(run.summary)[0])
             continue
         print(run_id, flush=True)
-        codes.append(_execute(store, lambda runner, rid=run_id: runner.execute(rid), args.quiet, manual))
+        codes.append(_execute(store, lambda runner, rid=run_id: runner.execute(rid), args.quiet, manual,
+                              getattr(args, "detach", False)))
         ended = run_rows.get_run(store, run_id)
+        if ended.status == "interrupted" and ended.summary.get("status") == "waiting":
+            continue  # detached, its batch out: the next run's first phase goes out too
         if ended.status == "interrupted":
             break  # cancelled, rate-limited or waiting for a person: the rest waits for a resume
         if ended.status == "stopped_at_cap" and (ended.summary.get("budget") or {}).get("scope") == "batch":
@@ -228,10 +239,10 @@ def _finish_batch(store, batch_id: str, ids: list[str], args: argparse.Namespace
     from workbench.services.runs.batches import batch_counts
 
     finished = [run_rows.get_run(store, i) for i in ids]
-    statuses = [r.status for r in finished]
+    statuses = [shown_status(r) for r in finished]
     done = sum(s in run_rows.FINISHED for s in statuses)
-    status = ("stopped_at_cap" if "stopped_at_cap" in statuses else "interrupted" if done < len(ids)
-              else "degraded" if "degraded" in statuses else "completed")
+    status = ("stopped_at_cap" if "stopped_at_cap" in statuses else "waiting" if "waiting" in statuses
+              else "interrupted" if done < len(ids) else "degraded" if "degraded" in statuses else "completed")
     print(json.dumps({"batch_id": batch_id, "runs": len(ids), "completed": statuses.count("completed"),
                       "status": status, "statuses": {s: statuses.count(s) for s in sorted(set(statuses))},
                       **batch_counts([r.summary for r in finished])}))
@@ -244,6 +255,12 @@ def _finish_batch(store, batch_id: str, ids: list[str], args: argparse.Namespace
         print(f"rwb: batch {batch_id}: {len(ids) - done} of {len(ids)} runs not completed; "
               f"rwb resume {batch_id} finishes it{capped}", file=sys.stderr)
     return code
+
+
+def shown_status(run) -> str:
+    """A run's status as ``rwb runs`` shows it: ``waiting`` for an interrupted run whose provider
+    batch is out (the project stores it as ``interrupted``: resumable, docs/providers.md)."""
+    return "waiting" if run.status == "interrupted" and (run.summary or {}).get("status") == "waiting" else run.status
 
 
 def run_resume(args: argparse.Namespace) -> int:
@@ -269,7 +286,7 @@ def run_resume(args: argparse.Namespace) -> int:
             _raise_run_cap(store, run, cfg, args.max_usd, args.max_tokens)
             preflight(cfg)  # here, so exit 2 before any output
         print(args.run_id, flush=True)
-        return _execute(store, lambda runner: runner.execute(args.run_id), args.quiet, manual)
+        return _execute(store, lambda runner: runner.execute(args.run_id), args.quiet, manual, args.detach)
     finally:
         store.close_connection()
 
@@ -368,9 +385,11 @@ def run_runs(args: argparse.Namespace) -> int:
     try:
         if not store.read_only:
             mark_stale_runs(store)
-        rows = [{"run_id": r.id, "protocol": r.protocol, "status": r.status, "label": r.label,
+        rows = [{"run_id": r.id, "protocol": r.protocol, "status": shown_status(r), "label": r.label,
                  "simulated": r.simulated, "source": r.source, "started_at": r.started_at,
-                 "finished_at": r.finished_at, "error": r.error} for r in run_rows.list_runs(store)]
+                 "finished_at": r.finished_at, "error": r.error, "batch_id": r.batch_id, "study_id": r.study_id,
+                 "arm": r.arm, "item": r.item, "replicate": r.replicate, "seed": r.seed}
+                for r in run_rows.list_runs(store)]
     finally:
         store.close_connection()
     if args.json:

@@ -22,7 +22,10 @@ def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], *, max_widt
 
     cells = [[fit(i, v) for i, v in enumerate(r)] for r in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
-    line = lambda r: "  ".join(v.ljust(widths[i]) for i, v in enumerate(r)).rstrip()
+
+    def line(r: list[str]) -> str:
+        return "  ".join(v.ljust(widths[i]) for i, v in enumerate(r)).rstrip()
+
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, cells)]) + "\n"
 
 
@@ -40,8 +43,11 @@ def runs_table(rows: Sequence[dict]) -> str:
         kind = "sim" if r.get("simulated") else ("import" if r.get("source") == "import" else "real")
         status = STATUS_WORDS.get(r.get("status"), r.get("status") or "—")
         note = r.get("error") or ""
+        group = r.get("study_id") or r.get("batch_id") or "—"  # a run is in a batch or a study, not both
+        replicate = r.get("replicate")
         body.append([r["run_id"], r.get("protocol") or "—", status, kind, _when(r.get("started_at")),
-                     r.get("label") or "—", note])
-    text = text_table(["RUN", "PROTOCOL", "STATUS", "KIND", "STARTED (UTC)", "LABEL", "NOTE"], body,
-                      max_width={5: 40, 6: 50})
+                     r.get("label") or "—", group, r.get("arm") or "—", r.get("item") or "—",
+                     "—" if replicate is None else str(replicate), note])
+    text = text_table(["RUN", "PROTOCOL", "STATUS", "KIND", "STARTED (UTC)", "LABEL", "BATCH/STUDY", "ARM", "ITEM",
+                       "REP", "NOTE"], body, max_width={5: 40, 6: 32, 7: 24, 8: 16, 10: 50})
     return text + f"{len(rows)} run{'s' if len(rows) != 1 else ''}. Full details as JSON: rwb runs --json\n"

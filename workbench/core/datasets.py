@@ -22,7 +22,7 @@ from pathlib import Path
 
 from workbench.core.errors import InputError
 from workbench.core.limits import MAX_INPUT_BYTES, MAX_NAME_CHARS, MAX_QUERY_CHARS, check_bytes, check_name, decode_json
-from workbench.core.scoring import ANSWER_TYPES, last_number
+from workbench.core.scoring import ANSWER_TYPES, compile_pattern, last_number
 
 MAX_DATASET_ITEMS = 100_000
 MAX_ANSWER_CHARS = 2_000
@@ -48,6 +48,14 @@ class Item:
 def dataset_items(folder: Path, name: str, where: str) -> list[Item]:
     """The items of the dataset ``name`` (a path relative to ``folder``, a config file's); every
     problem names ``where`` (the config's field) first: ``dataset: items.jsonl: line 3: answer``."""
+    if not name.strip():
+        raise InputError(where, "must not be empty: the path of a JSONL or CSV file")
+    if len(name) > MAX_PATH_CHARS:
+        raise InputError(where, f"is too long ({len(name):,} characters; at most {MAX_PATH_CHARS:,})")
+    try:
+        check_name(name)  # a path shown in messages and stored: no control character (SPEC §11)
+    except ValueError as exc:
+        raise InputError(where, str(exc)) from None
     path = folder / name
     if not path.exists():
         raise InputError(where, f"no such file: {path}")
@@ -103,14 +111,23 @@ def _jsonl_rows(text: str, name: str):
 
 def _csv_rows(text: str, name: str):
     reader = csv.DictReader(io.StringIO(text))
-    header = reader.fieldnames or []
+    header = _csv_read(reader, name, lambda: reader.fieldnames) or []
     unknown = [h for h in header if h not in KEYS]
     if unknown:
         raise InputError(f"{name}: line 1", f"unknown column {unknown[0]!r} (columns: {', '.join(KEYS)})")
-    for row in reader:
+    while (row := _csv_read(reader, name, lambda: next(reader, None))) is not None:
         if None in row:  # more cells than the header names
             raise InputError(f"{name}: line {reader.line_num}", "has more cells than the header")
         yield reader.line_num, {k: v for k, v in row.items() if v not in (None, "") or k in ("id", "question")}
+
+
+def _csv_read(reader, name: str, read):
+    """``read()`` of the CSV reader, its errors (a cell past the csv module's 131,072 characters, a
+    NUL byte) named with their line instead of escaping as an internal error."""
+    try:
+        return read()
+    except csv.Error as exc:
+        raise InputError(f"{name}: line {reader.line_num + 1}", f"not valid CSV: {exc}") from None  # the line it stopped in
 
 
 def item_from(row: dict, where: str = "", join: str = ": ") -> Item:
@@ -163,9 +180,11 @@ def _check_answer(answer: str, kind: str, field: str) -> None:
     if kind == "choice" and not re.fullmatch(r"\s*[A-Ja-j]\s*", answer):
         raise InputError(field, f"must be one letter A-J for answer_type choice, got {answer!r}")
     if kind == "regex":
+        import regex
+
         try:
-            re.compile(answer)
-        except re.error as exc:
+            compile_pattern(answer)  # as the scorer will search it
+        except (regex.error, re.error) as exc:
             raise InputError(field, f"is not a valid regular expression: {exc}") from None
 
 

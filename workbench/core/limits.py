@@ -63,6 +63,11 @@ MAX_ARM_ROLES = 16  # agent traces in one round of an ARM file
 MAX_BATCH_QUESTIONS = 1_000
 MAX_BATCH_MIXES = 100
 MAX_BATCH_RUNS = 10_000  # questions x mixes x replicates
+MAX_STUDY_ARMS = 100  # arms of a study file: each compared with the baseline, every metric
+MAX_STUDY_REPLICATES = 1_000  # replicates of a study (seeds base seed .. base seed + replicates - 1)
+MAX_STUDY_RUNS = 100_000  # arms x items x replicates of a study (each a run or a re-classification)
+MAX_PATCH_OPS = 1_000  # operations of one arm's JSON Patch
+MAX_STUDY_TAGS = 50  # tags of one arm
 
 # ── numbers ──────────────────────────────────────────────────────────────────────────────────
 SEED_MIN, SEED_MAX = 0, 2**63 - 1  # a seed is stored as SQLite INTEGER (signed 64-bit)
@@ -73,6 +78,8 @@ MAX_CONCURRENCY = 256
 MAX_RPM = 1_000_000
 MAX_TIMEOUT_S = 3_600.0
 MAX_RETRIES = 20
+MAX_WAIT_S = 86_400.0  # a provider's max_wait_s: how long a call waits out 429s (a day: a daily quota)
+MAX_BATCH_POLL_S = 3_600.0  # how rarely a submitted provider batch may be polled
 MAX_ECHO_INTERVAL = 10_000
 MAX_COUNT = 2**63 - 1  # any other whole number that may be stored (SQLite INTEGER)
 

@@ -33,6 +33,9 @@ BUILT_IN = (
     "workbench.core.protocols.findings.declaration",
     "workbench.core.protocols.cons.declaration",
     "workbench.core.protocols.echo.declaration",
+    "workbench.core.protocols.single.declaration",
+    "workbench.core.protocols.vote.declaration",
+    "workbench.core.protocols.debate.declaration",
 )
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 

@@ -6,15 +6,25 @@ extracted from the reply (None when there is none). The rules:
 - ``number``: the LAST number in the reply counts. ``1,234`` is 1234 (a comma between groups of
   three digits), ``-5`` is −5, ``3.0`` equals 3, ``42 km`` is 42, ``1/2`` is 0.5, ``1e3`` is 1000;
   compared with a relative tolerance of 1e-6. A number written in words (``forty-two``) is not
-  read, so a reply with no digits is ``unscorable``.
+  read, so a reply with no digits is ``unscorable``; so is one whose last number is past a float's
+  range (``1e400``, 400 digits, an exponent beyond ±:data:`MAX_EXPONENT`): it cannot be compared,
+  and ``10 ** 99999999999`` would never finish.
 - ``choice``: a single letter A–J standing alone (not inside a word), the LAST one in the reply:
   ``(B)``, ``B.``, ``Answer: B``, ``(b)`` all read B. A small letter counts only in brackets, and
   "A" or "I" before a lower-case word is English ("A good point", "I think"), not a choice.
 - ``exact``: the reply, case- and whitespace-normalised, equals the answer, likewise normalised
   (surrounding quotes and a final full stop are ignored).
-- ``regex``: the answer is a pattern (Python ``re``, searched case-insensitively); the extracted
-  answer is the text it matched. A pattern that does not compile makes the item invalid (checked
-  when the dataset is read), never a crash here.
+- ``regex``: the answer is a pattern (Python ``re``'s syntax, searched case-insensitively); the
+  extracted answer is the text it matched. A pattern that does not compile makes the item invalid
+  (checked when the dataset is read), never a crash here. The search is bounded in time
+  (:data:`REGEX_TIMEOUT_S`, with the ``regex`` library, whose syntax is ``re``'s): a pattern that
+  backtracks catastrophically (``(a+)+$``) on a model's reply would otherwise hang the run
+  (26 characters took 8 s, 30 take minutes); a reply it cannot settle in time is ``unscorable``.
+  Compiling is bounded too, before it starts: a pattern whose repeat counts would unroll it past
+  :data:`MAX_REGEX_SIZE` atoms (the library unrolls ``{m,n}``, and nested counts multiply:
+  ``a{1000000000}`` or ``((a{1000}){1000}){1000}`` compile for minutes) or whose groups nest
+  deeper than :data:`MAX_REGEX_DEPTH` (a thousand nested ``(`` exhaust Python's recursion) is
+  invalid, named like any other pattern error.
 """
 
 from __future__ import annotations
@@ -27,6 +37,12 @@ from fractions import Fraction
 ANSWER_TYPES = ("number", "choice", "exact", "regex")
 VERDICTS = ("correct", "incorrect", "unscorable")
 REL_TOL = 1e-6
+MAX_EXPONENT = 400  # a reply's "1e400" or "1e-400" is past a float's range: not a number to compare
+REGEX_TIMEOUT_S = 1.0  # one reply's search against a dataset's pattern
+MAX_REGEX_SIZE = 100_000  # atoms a pattern may unroll to (compiling is linear in it: 0.06 s at the bound)
+MAX_REGEX_DEPTH = 100  # the deepest nesting of groups
+_REPEAT = re.compile(r"\{\s*(\d*)\s*(?:,\s*(\d*)\s*)?\}")  # matched where an unescaped "{" stands
+_BRACED_ESCAPES = "pPNxgu"  # \p{L}, \N{name}, \x{41}...: their braces are the escape's, not a count
 
 # A number: an optional sign written against it, digits (with thousands commas only in groups of
 # three), an optional fraction part or a "/denominator", an optional exponent; a unit may follow
@@ -102,11 +118,14 @@ def _value(m: re.Match) -> float | None:
                 return None
             value /= den
         if m.group("exp"):
-            value *= Fraction(10) ** int(m.group("exp")[1:])
+            exponent = int(m.group("exp")[1:])
+            if abs(exponent) > MAX_EXPONENT:  # past a float's range (and 10**(10**11) never ends)
+                return None
+            value *= Fraction(10) ** exponent
+        sign = -1 if m.group("sign") in ("-", "−") else 1
+        result = float(sign * value)  # OverflowError past a float's range (400 digits)
     except (ValueError, ZeroDivisionError, OverflowError):
         return None
-    sign = -1 if m.group("sign") in ("-", "−") else 1
-    result = float(sign * value)
     return result if math.isfinite(result) else None
 
 
@@ -163,8 +182,71 @@ def score_exact(reply: str, answer: str) -> Score:
 
 
 # ----- regex ----------------------------------------------------------------------------------
+def compile_pattern(answer: str):
+    """A ``regex`` answer compiled (``regex.error`` when it is not a pattern, or one past the
+    bounds that keep compiling quick: :data:`MAX_REGEX_REPEAT`, :data:`MAX_REGEX_DEPTH`)."""
+    import regex
+
+    size, deepest = unrolled_size(answer)
+    if deepest > MAX_REGEX_DEPTH:
+        raise regex.error(f"groups nested {deepest} deep (at most {MAX_REGEX_DEPTH})")
+    if size > MAX_REGEX_SIZE:
+        raise regex.error(f"its repeat counts unroll it to more than {MAX_REGEX_SIZE:,} atoms (nested counts multiply)")
+    try:
+        return regex.compile(answer, regex.IGNORECASE)
+    except RecursionError:  # a bound on depth above may still be too deep on a small stack
+        raise regex.error("groups nested too deeply") from None
+
+
+def unrolled_size(pattern: str) -> tuple[int, int]:
+    """``(atoms, deepest group nesting)`` of a pattern with its ``{m,n}`` counts unrolled, as the
+    library compiles it: an upper bound read without compiling (a class or an escape is one atom;
+    the larger number of a count multiplies the atom or group before it)."""
+    stack = [[0, 0]]  # per open group: [its atoms so far, the atoms of its last piece]
+    deepest, at, end = 0, 0, len(pattern)
+    while at < end:
+        ch, atom = pattern[at], 1
+        if ch == "\\":
+            at += 2
+            if pattern[at - 1:at] in tuple(_BRACED_ESCAPES) and pattern[at:at + 1] == "{":
+                close = pattern.find("}", at)
+                at = end if close < 0 else close + 1
+        elif ch == "[":  # a class, to its closing bracket ("[]]" and "[^]]" hold a literal "]")
+            at += 1 + (pattern[at + 1:at + 2] == "^")
+            at += pattern[at:at + 1] == "]"
+            while at < end and pattern[at] != "]":
+                at += 2 if pattern[at] == "\\" else 1
+            at += 1
+        elif ch == "(":
+            stack.append([0, 0])
+            deepest = max(deepest, len(stack) - 1)
+            at += 1
+            continue
+        elif ch == ")" and len(stack) > 1:
+            atom = max(stack.pop()[0], 1)
+            at += 1
+        elif ch == "{" and (m := _REPEAT.match(pattern, at)):
+            count = max((int(n) for n in m.groups() if n), default=1)
+            top = stack[-1]
+            top[0] += top[1] * (count - 1)
+            top[1] *= count
+            at = m.end()
+            continue
+        else:
+            at += 1
+        stack[-1][0] += atom
+        stack[-1][1] = atom
+    while len(stack) > 1:  # unclosed groups (the compiler refuses them anyway)
+        inner = stack.pop()[0]
+        stack[-1][0] += inner
+    return stack[0][0], deepest
+
+
 def score_regex(reply: str, answer: str) -> Score:
-    m = re.search(answer, reply, re.IGNORECASE)
+    try:
+        m = compile_pattern(answer).search(reply, timeout=REGEX_TIMEOUT_S)
+    except TimeoutError:
+        return Score("unscorable", None)
     return Score("correct", m.group(0)) if m else Score("incorrect", None)
 
 

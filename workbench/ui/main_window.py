@@ -30,14 +30,16 @@ from workbench.services.project_model import ProjectModel
 from workbench.services.reads import Reader
 from workbench.services.runs.manual_agents import QtManualAgents
 from workbench.services.runs.service import RunService
+from workbench.services.runs.study_service import StudyService
 from workbench.ui import prompts, theme
 from workbench.ui.panels import ALL_PANELS
 from workbench.ui.panels.base import Panel
+from workbench.ui.panels.live_run_panel import progress_text
 from workbench.ui.preload import import_in_background
 from workbench.ui.presenter import PresenterBar
-from workbench.ui.panels.live_run_panel import progress_text
 from workbench.ui.settings import AppSettings
 from workbench.ui.widgets.notices import NoticeArea, NoticeOverlay
+from workbench.ui.widgets.run_names import run_title
 from workbench.ui.widgets.status import ElidedLabel, JobStatus
 from workbench.ui.window_menus import WindowMenus
 from workbench.ui.workspaces import LAYOUT_VERSION, Workspaces
@@ -104,6 +106,7 @@ class MainWindow(QMainWindow):
         # Live runs: owned by the window, shut down before the model when it closes.
         self.manual_agents = QtManualAgents(self)
         self.runs = RunService(model, self.manual_agents, self)
+        self.studies = StudyService(model, self)  # studies designed and run in the Studies panel
 
         self.panels: dict[str, Panel] = {}
         self.docks: dict[str, QDockWidget] = {}
@@ -122,6 +125,8 @@ class MainWindow(QMainWindow):
         self.preloaded.connect(self._on_preloaded)
         self.panels["findingsPanel"].attach_runs(self.runs)  # type: ignore[attr-defined]  (re-research)
         self.panels["anchorsPanel"].attach(self.runs)  # type: ignore[attr-defined]  (the teaching scenario)
+        self.panels["studyPanel"].attach(self.studies)  # type: ignore[attr-defined]
+        self.panels["studyPanel"].quadrant_requested.connect(self._on_quadrant_requested)  # type: ignore[attr-defined]
 
         self.workspaces = Workspaces(self, self.docks)
         self.presenter_bar = PresenterBar(self.workspaces, {n: p.TITLE for n, p in self.panels.items()}, self)
@@ -213,6 +218,11 @@ class MainWindow(QMainWindow):
     def _on_reveal_requested(self, _ref) -> None:
         """A link ("Open in Trace Inspector"): the workspace that shows the Inspector."""
         self.workspaces.show_panel("traceInspectorPanel")
+
+    def _on_quadrant_requested(self, run_id: str) -> None:
+        """A link ("Open in Quadrant"): the Quadrant shows that run, in front in its workspace."""
+        self.panels["quadrantPanel"].show_run(run_id)  # type: ignore[attr-defined]
+        self.workspaces.show_panel("quadrantPanel")
 
     def show_panel(self, name: str) -> None:
         """``name``'s panel in front: here, or in the workspace that shows it."""
@@ -604,7 +614,10 @@ class MainWindow(QMainWindow):
             self.job.show_progress(progress_text(last), last.done, max(last.total, 1), cancellable=True)
 
     def _on_run_finished(self, summary: dict) -> None:
-        run_id, status = summary.get("run_id") or summary.get("batch_id", "?"), summary.get("status")
+        status = summary.get("status")
+        # Named as the lists name it (label, protocol, start), the id only when the row is unknown.
+        run_id = (run_title(summary["run"], status=False, sim=False) if isinstance(summary.get("run"), dict)
+                  else summary.get("run_id") or summary.get("batch_id", "?"))
         counts = (f"{summary.get('calls', 0)} call(s), {summary.get('failed_calls', 0)} failed, "
                   f"{summary.get('invalid_calls', 0)} invalid")
         error = summary.get("error") or ""
@@ -692,5 +705,6 @@ class MainWindow(QMainWindow):
             if window is not None:
                 window.close()
         self.runs.shutdown()  # cancel and wait for a run first: it writes to the model's file
+        self.studies.shutdown()
         self.model.shutdown()
         super().closeEvent(event)

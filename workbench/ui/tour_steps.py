@@ -11,6 +11,9 @@ show them.
   dock itself is highlighted.
 - ``tabs``: tab labels to select first, outermost first, each in whichever tab widget of the
   dock has a tab of that name (the Findings panel's "CONS", then CONS's own "Ballots…" tab).
+
+A step's ``key`` (where a left tour resumes, kept in the settings) names what the step shows, never
+a protocol: a protocol's own panel is taught under its panel's words.
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ STEPS: tuple[TourStep, ...] = (
          "The Audit tab keeps your notes on a record, so a class can mark what it checked."),
         dock="traceInspectorPanelDock", target="inspectorList"),
     TourStep(
-        "rcp", "Quadrant: what RCP measures",
+        "resonance", "Quadrant: what RCP measures",
         ("The Resonant Consensus Protocol (RCP) asks whether an answer is endorsed across clusters that "
          "disagree, not only by a majority.",
          "Every agent votes yes or no on the other agents' answers, called artifacts, never on its own.",
@@ -108,7 +111,7 @@ STEPS: tuple[TourStep, ...] = (
          "whether the shift held."),
         dock="driftPanelDock", target="RunDriftFigure"),
     TourStep(
-        "echo", "Anchors & Restoration (Resonance Echo)",
+        "anchors", "Anchors & Restoration (Resonance Echo)",
         ("Resonance Echo detects an agent that has silently forgotten its instructions.",
          "Each agent gets a unique marker, a short phrase ending in six hex digits, and is asked now and "
          "then to recite it.",
@@ -127,7 +130,7 @@ STEPS: tuple[TourStep, ...] = (
          "caught, and c1 is restored."),
         dock="anchorsPanelDock", target="echoDiagram", tabs=("Conductor's checklist",)),
     TourStep(
-        "findings", "Findings: the Consensus Server",
+        "findings_list", "Findings: the Consensus Server",
         ("The Consensus Server keeps findings, claims under review, and every agent's vote on them.",
          "A vote confirms or challenges a finding with a confidence from 0 to 1; only each agent's latest "
          "vote counts.",
@@ -137,7 +140,7 @@ STEPS: tuple[TourStep, ...] = (
          "The MCP server box lets agents outside the workbench read the findings and vote."),
         dock="findingsPanelDock", target="findingsList", tabs=("Findings",)),
     TourStep(
-        "cons_matrix", "CONS: the ballot matrix",
+        "ballot_matrix", "CONS: the ballot matrix",
         ("CONS asks agents to vote on the options of a question, each ballot with a confidence, a reason "
          "and, where they have it, evidence.",
          "The matrix has one row per agent and round and one column per option: ▲ accept, ▼ reject, "
@@ -146,7 +149,7 @@ STEPS: tuple[TourStep, ...] = (
          "Choose a question in the list on the left to fill the matrix."),
         dock="findingsPanelDock", target="consMatrix", tabs=("CONS", "Ballots (agents × options)")),
     TourStep(
-        "cons_verdict", "CONS: verdicts and escalation",
+        "verdicts", "CONS: verdicts and escalation",
         ("PROVEN: enough agents accept the leading option (four in five by default) and at least one cites "
          "evidence.",
          "REFUTED: a counter-proof, or enough rejections that cite evidence, defeats it; CONTESTED: the "
@@ -157,7 +160,7 @@ STEPS: tuple[TourStep, ...] = (
          "accepts the outcome or overrides it with a reason."),
         dock="findingsPanelDock", target="consVerdict", tabs=("CONS", "Verdict, conflicts, escalations")),
     TourStep(
-        "cons_whatif", "CONS: thresholds what-if",
+        "thresholds_whatif", "CONS: thresholds what-if",
         ("Move the thresholds to see which verdicts would change under stricter or looser rules.",
          "The stored ballots are judged again: no model is called and nothing is saved.",
          "Questions whose verdict would change come first, marked ⇄."),

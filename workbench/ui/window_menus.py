@@ -206,7 +206,6 @@ class WindowMenus:
     def shortcut_rows(self) -> list[tuple[str, str, str]]:
         """Every shortcut: the menus' actions, then those the panels define."""
         from workbench.ui.help import shortcut_rows
-
         from workbench.ui.tour_steps import TOUR_KEYS
 
         others = [(panel.TITLE, action) for panel in self.window.panels.values()

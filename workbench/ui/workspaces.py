@@ -26,7 +26,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabBar, QToolBar
 
-LAYOUT_VERSION = 2  # 2: per-workspace arrangements (1 was the single layout of every dock)
+LAYOUT_VERSION = 3  # 3: the Protocol Editor docked in Design; 2: per-workspace arrangements; 1: one layout
 
 
 @dataclass(frozen=True)
@@ -56,16 +56,18 @@ class Workspace:
 
 
 WORKSPACES: tuple[Workspace, ...] = (
-    Workspace("design", "Design", "Set up the panel of agents: clusters, agents, personas and providers",
-              (Place("clustersPanel"),)),
+    Workspace("design", "Design", "Set up the panel of agents (clusters, agents, personas, providers) and the "
+              "protocol's prompts", (Place("clustersPanel"), Place("protocolEditorPanel", beside="clustersPanel",
+                                                                  share=0.45))),
     Workspace("run", "Run", "Start and watch runs: the timeline of calls and the call selected",
               (Place("liveRunPanel"),)),
     # Anchors & Restoration is the only view of a Resonance Echo run's results (its markers,
     # checks and restorations), as the others are of theirs; Teach can present it like any panel.
     # The protocols rarely share a run, so their views are tabbed, each at the window's size.
-    Workspace("results", "Results", "Read a run's results: quadrant, drift, findings, CONS, reports, anchors",
+    Workspace("results", "Results", "Read a run's results: quadrant, drift, findings, CONS, reports, anchors; studies",
               (Place("quadrantPanel"), Place("driftPanel", tab_with="quadrantPanel"),
-               Place("findingsPanel", tab_with="quadrantPanel"), Place("anchorsPanel", tab_with="quadrantPanel"))),
+               Place("findingsPanel", tab_with="quadrantPanel"), Place("anchorsPanel", tab_with="quadrantPanel"),
+               Place("studyPanel", tab_with="quadrantPanel"))),
     Workspace("audit", "Audit", "Every call, trace, vote and finding, the list and the record read whole",
               (Place("traceInspectorPanel"),)),
     Workspace("teach", "Teach", "Present one panel at a time, in large type and high contrast", presenter=True),

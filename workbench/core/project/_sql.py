@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from sqlite_utils.db import jsonify_if_needed
 
+from workbench.core.project import call_texts
 from workbench.core.project.changes import BOOKKEEPING_TABLES, Changes, read_counters
 
 if TYPE_CHECKING:
@@ -32,6 +33,12 @@ def decode(row: dict) -> dict:
 def encode(record: dict) -> dict:
     return {k: (json.dumps(v, ensure_ascii=False) if k.endswith("_json") and v is not None else v)
             for k, v in record.items()}
+
+
+# A view that stands for a table under another name (schema step 12: ``llm_calls`` reads the calls
+# of ``llm_call_rows`` with their texts whole). Updates and deletes by key go to the stored rows;
+# changes are reported under the view's name, the one every reader and counter uses.
+STORED_AS = {call_texts.VIEW: call_texts.TABLE}
 
 
 class Transaction:
@@ -51,6 +58,10 @@ class Transaction:
         Plain SQL, values converted as sqlite-utils would: its ``Table.insert`` re-read the
         schema (three queries) for every row, a third of the cost of recording a call."""
         row = encode(record)
+        if table in STORED_AS:  # a call: its texts stored once
+            pk = call_texts.insert_call(self._db.conn, row)
+            self.touch(table, pk, run=_run_of(table, record, pk))
+            return pk
         columns = ", ".join(f"[{c}]" for c in row)
         cursor = self._db.conn.execute(f"INSERT INTO [{table}] ({columns}) VALUES ({', '.join('?' * len(row))})",
                                        [jsonify_if_needed(v) for v in row.values()])
@@ -65,11 +76,11 @@ class Transaction:
         self.touch(table, record.get(t.pks[0]), run=_run_of(table, record, record.get(t.pks[0])))
 
     def update(self, table: str, pk: object, updates: dict) -> None:
-        self._db.table(table).update(pk, encode(updates))
+        self._db.table(STORED_AS.get(table, table)).update(pk, encode(updates))
         self.touch(table, pk, run=_run_of(table, updates, pk))
 
     def delete(self, table: str, pk: object) -> None:
-        self._db.table(table).delete(pk)
+        self._db.table(STORED_AS.get(table, table)).delete(pk)
         self.touch(table, pk, run=pk if table == "runs" else None)
 
     def execute(self, sql: str, params: tuple | dict = (), *, tables: tuple[str, ...],
@@ -153,12 +164,12 @@ def delete(store: Store, table: str, pk: object) -> Changes:
 def rows(store: Store, table: str, where: str | None = None, params: tuple | dict = (),
          order_by: str | None = None, limit: int | None = None) -> list[dict]:
     """Rows of ``table`` as dicts, with ``*_json`` columns decoded."""
-    found = store._database().table(table).rows_where(where, params, order_by=order_by, limit=limit)
+    found = _readable(store, table).rows_where(where, params, order_by=order_by, limit=limit)
     return [decode(row) for row in found]
 
 
 def get(store: Store, table: str, pk: object) -> dict | None:
-    t = store._database().table(table)
+    t = store._database().table(STORED_AS.get(table, table))  # a view has no key of its own
     key = "rowid" if t.pks == ["rowid"] else t.pks[0]
     found = rows(store, table, f"[{key}] = ?", (pk,), limit=1)
     return found[0] if found else None
@@ -182,12 +193,23 @@ def tuples(store: Store, sql: str, params: tuple | dict = ()) -> list[tuple]:
 
 
 def tables(store: Store) -> list[str]:
-    """The project's tables, without the bookkeeping ones."""
-    return [t for t in store._database().table_names() if t not in BOOKKEEPING_TABLES]
+    """The project's tables, without the bookkeeping ones; a table read through a view
+    (``STORED_AS``) by the view's name, and ``texts`` (part of how calls are stored) left out."""
+    stored = {v: k for k, v in STORED_AS.items()}
+    return [stored.get(t, t) for t in store._database().table_names()
+            if t not in BOOKKEEPING_TABLES and t != "texts"]
 
 
 def columns(store: Store, table: str) -> dict[str, str]:
-    return {c.name: c.type for c in store._database().table(table).columns}
+    return {c.name: c.type for c in _readable(store, table).columns}
+
+
+def _readable(store: Store, table: str):
+    """sqlite-utils' handle for reading ``table``: ``db.table`` refuses a view (``llm_calls``), and
+    ``db[name]`` asks the schema which one it is (``llm_calls`` is still a table in a file of an
+    older schema open read-only), so only for those names."""
+    db = store._database()
+    return db[table] if table in STORED_AS else db.table(table)
 
 
 def escape_like(text: str) -> str:

@@ -21,10 +21,10 @@ from pathlib import Path
 from workbench.core import limits
 from workbench.core.errors import InputError
 from workbench.core.limits import decode_json
+from workbench.core.project import _sql
+from workbench.core.project.store import Store, utc_now
 from workbench.core.protocols.arm import metrics_report, parse_run, parse_trace, trace_to_upstream
 from workbench.core.protocols.arm.fields import TRACE_FIELD_MAP
-from workbench.core.project.store import Store, utc_now
-from workbench.core.project import _sql
 
 # Trace field -> (column, kind). kind: "text", "real", "bool" (INTEGER 0/1) or "json".
 FIELD_COLUMNS: dict[str, tuple[str, str]] = {

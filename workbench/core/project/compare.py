@@ -5,7 +5,7 @@ committed configurations must hold the same content as the committed file. The c
 ignores what differs between two faithful builds and nothing else:
 
 - **timestamps**: any ISO 8601 date-time, alone or inside text and JSON (``<time>``);
-- **run and batch ids**: each is replaced by its position among the file's runs (batches), in
+- **run, batch and study ids**: each is replaced by its position among the file's runs (batches, studies), in
   the order they were created (``<run 1>``, ``<batch 1>``), wherever it appears, including inside
   other keys such as a CONS question id (``CONS-101@<run 1>``);
 - **fence tokens**: the per-call delimiter names, fresh from a CSPRNG (``FENCE-*``);
@@ -37,7 +37,13 @@ TIME_MASK = "<time>"
 # Tables that only mirror other rows (counters for change notifications).
 SKIP_TABLES = frozenset({"change_counters"})
 # (table, column) pairs that say when, where or by which build, never what.
-SKIP_COLUMNS = frozenset({("runs", "owner_json"), ("project", "created_by_version")})
+# A text's hash is derived from its body, which is compared (normalised); a body that names a run
+# or a time hashes differently in each build.
+SKIP_COLUMNS = frozenset({("runs", "owner_json"), ("project", "created_by_version"), ("texts", "sha256")})
+# Since schema step 12 a call's texts are stored split (``llm_call_rows`` + ``texts``, by hash) and
+# read whole through the ``llm_calls`` view: the view is compared, the split is how it is stored
+# (a request written whole through the view and one split at its fences are the same call).
+STORED_CALLS = "llm_call_rows"
 # Keys of JSON values that are wall-clock measurements.
 SKIP_KEYS = frozenset({"duration_s", "latency_ms"})
 SAMPLE_PAGE_SIZE = 1024
@@ -72,8 +78,11 @@ def _tables(conn: sqlite3.Connection) -> list[str]:
     rows = conn.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
                         "ORDER BY name").fetchall()
     virtual = [name for name, sql in rows if (sql or "").upper().startswith("CREATE VIRTUAL")]
-    return [name for name, _ in rows if name not in SKIP_TABLES and name not in virtual
-            and not any(name.startswith(v + "_") for v in virtual)]
+    names = [name for name, _ in rows if name not in SKIP_TABLES and name not in virtual
+             and not any(name.startswith(v + "_") for v in virtual)]
+    if STORED_CALLS in names:  # schema step 12: the calls as read (whole texts), not as split for storage
+        names = sorted({*names, "llm_calls"} - {STORED_CALLS, "texts"})
+    return names
 
 
 class _Normaliser:
@@ -81,7 +90,7 @@ class _Normaliser:
 
     def __init__(self, conn: sqlite3.Connection):
         names: dict[str, str] = {}
-        for table, label in (("runs", "run"), ("batches", "batch")):
+        for table, label in (("runs", "run"), ("batches", "batch"), ("studies", "study")):
             if conn.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", (table,)).fetchone():
                 for n, (key,) in enumerate(conn.execute(f"SELECT id FROM {table} ORDER BY rowid"), 1):
                     names[key] = f"<{label} {n}>"
@@ -129,7 +138,7 @@ def table_rows(path: Path | str) -> dict[str, tuple[list[str], list[tuple]]]:
             columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")
                        if (table, r[1]) not in SKIP_COLUMNS]
             quoted = ", ".join(f'"{c}"' for c in columns)
-            order = "rowid" if _has_rowid(conn, table) else "1"
+            order = "id" if table == "llm_calls" else "rowid" if _has_rowid(conn, table) else "1"
             rows = [tuple(norm.value(c, v) for c, v in zip(columns, row))
                     for row in conn.execute(f"SELECT {quoted} FROM {table} ORDER BY {order}")]
             out[table] = (columns, rows)

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from workbench.core import paths
-from workbench.core.runs.providers import ClusterConfig, ProviderConfig
+from workbench.core.project import _sql
 from workbench.core.project.files import ProjectError, check_destination, publish, read_header, temporary_beside
 from workbench.core.project.schema import APPLICATION_ID
 from workbench.core.project.store import Store, utc_now
-from workbench.core.project import _sql
+from workbench.core.runs.providers import ClusterConfig, ProviderConfig
 
 # Kept for services/runs/demo_runs.py until it asks core.paths.samples_dir(): the repository's
 # root in a checkout, but not a place to look for shipped files in an installed package.

@@ -16,8 +16,10 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Sequence
 
-from workbench.core.project.changes import Changes
 from workbench.core.errors import InputError, WorkbenchError
+from workbench.core.project import _sql
+from workbench.core.project.changes import Changes
+from workbench.core.project.store import Store, utc_now
 from workbench.core.protocols.echo import drive
 from workbench.core.protocols.echo.checklist import ItemStatus, RestorationFacts, SessionFacts, checklist_status
 from workbench.core.protocols.echo.markers import Marker, generate_marker, load_templates, make_rng, parse_marker
@@ -31,8 +33,6 @@ from workbench.core.protocols.echo.restore import (
 )
 from workbench.core.protocols.echo.session import EchoPlan, EchoSessionSummary, echo_session, outcome_notes
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Note
-from workbench.core.project.store import Store, utc_now
-from workbench.core.project import _sql
 
 Answer = Callable[[AgentCall], AgentReply]
 
@@ -292,14 +292,14 @@ def _verification_exists(store: Store, anchor_id: int, entry: VerificationEntry,
     a resume counts as the same call), with the same trigger, outcome and action: a replay."""
     if not d.get("run_id") or not d.get("call_key"):
         return False
-    return bool(_sql.query(store, 
+    return bool(_sql.query(store,
         "SELECT v.id FROM echo_verifications v JOIN llm_calls c ON c.id = v.call_id WHERE v.anchor_id = ? "
         "AND c.run_id = ? AND c.step_key = ? AND v.trigger IS ? AND v.success = ? AND v.action IS ?",
         (anchor_id, d["run_id"], d["call_key"], entry.trigger, int(entry.success), entry.action)))
 
 
 def _transition_exists(store: Store, d: dict) -> bool:
-    return d.get("run_id") is not None and bool(_sql.count(store, 
+    return d.get("run_id") is not None and bool(_sql.count(store,
         "echo_restorations", "restoration = ? AND step = ? AND run_id = ?", (d["restoration"], d["step"], d["run_id"])))
 
 

@@ -1,5 +1,7 @@
-"""Exporting a run: JSONL and CSV (one record per call, artifact, vote, trace..., and each record a
-protocol keeps of its own kinds: ``protocol_record``), and the report in Markdown or HTML.
+"""Exporting a run: JSONL and CSV (one record per call, artifact, answer, vote, trace..., and each
+record a protocol keeps of its own kinds: ``protocol_record``), and the report in Markdown or HTML.
+An artifact or an answer scored against the run's known answer (SPEC §8) carries ``correct``,
+``extracted`` and ``score``.
 :func:`export_bytes` is what the CLI and the GUI both write.
 
 Every record says whether it is simulated. Nothing secret is in a project file to begin with
@@ -18,10 +20,10 @@ import json
 from collections.abc import Iterator
 
 from workbench.core.errors import InputError
+from workbench.core.project import _sql
 from workbench.core.project.audit import notes_of_run
 from workbench.core.project.protocol_records import READ_COLUMNS
 from workbench.core.project.store import Store
-from workbench.core.project import _sql
 from workbench.core.safe_output import json_text, write_csv
 
 
@@ -52,8 +54,13 @@ def run_records(store: Store, run_id: str) -> Iterator[dict]:
     authors = {}
     for a in _sql.rows(store, "artifacts", "run_id = ?", (run_id,), order_by="id"):
         authors[a["id"]] = (a["key"], a["author_agent"])
-        yield audited({"kind": "artifact", "id": a["key"], "author": a["author_agent"], "cluster": a["author_cluster"],
-                       "text": a["content"], "simulated": bool(a["simulated"])}, "artifact", a["id"])
+        record = {"kind": "artifact", "id": a["key"], "author": a["author_agent"], "cluster": a["author_cluster"],
+                  "text": a["content"], "simulated": bool(a["simulated"])}
+        yield audited({**record, **_scored(a)}, "artifact", a["id"])
+    # A run's final answer(s) (SPEC §8: a control's, a debate's), scored like its artifacts.
+    for a in _sql.rows(store, "answers", "run_id = ?", (run_id,), order_by="id"):
+        yield {"kind": "answer", "id": a["key"], "agent": a["author_agent"], "text": a["text"],
+               "detail": a["detail_json"], **_scored(a, always=True), "simulated": bool(a["simulated"])}
     for v in _sql.rows(store, "votes", "run_id = ?", (run_id,), order_by="id"):
         key, author = authors.get(v["artifact_id"], (None, None))
         yield audited({"kind": "vote", "artifact": key, "voter": v["voter_agent"], "author": author, "value": v["value"],
@@ -86,6 +93,16 @@ def run_records(store: Store, run_id: str) -> Iterator[dict]:
                "note": n.note, "author": n.author, "created_at": n.created_at, "simulated": sim}
 
 
+def _scored(row: dict, always: bool = False) -> dict:
+    """``correct`` (true, false, or null when unscorable), ``extracted`` and ``score`` of a text
+    scored against its run's known answer (SPEC §8); an artifact of a run with no known answer
+    carries none of them (its export is as it always was)."""
+    if row["score"] is None and not always:
+        return {}
+    correct = None if row["score"] in (None, "unscorable") else row["score"] == "correct"
+    return {"correct": correct, "extracted": row["extracted"], "score": row["score"]}
+
+
 def to_jsonl(store: Store, run_id: str) -> str:
     return "".join(json_text(r) + "\n" for r in run_records(store, run_id))
 
@@ -95,7 +112,10 @@ def to_csv(store: Store, run_id: str) -> str:
     columns: list[str] = []
     for r in records:
         columns += [k for k in r if k not in columns]
-    cell = lambda v: json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v
+
+    def cell(v):
+        return json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v
+
     out = io.StringIO()
     write_csv(out, columns, ([cell(r.get(c, "")) for c in columns] for r in records), lineterminator="\n")
     return out.getvalue()

@@ -42,7 +42,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from workbench.core.errors import InputError, from_pydantic
 from workbench.core.limits import MAX_CLAIM_CHARS, MAX_NAME_CHARS
+from workbench.core.project import _sql
 from workbench.core.project.files import ProjectError
+from workbench.core.project.finding_scores import refresh_scores, vote_time
+from workbench.core.project.store import Store, utc_now
 from workbench.core.protocols.findings.book import (
     DEFAULT_THRESHOLD,
     STATUSES,
@@ -52,9 +55,6 @@ from workbench.core.protocols.findings.book import (
     check_threshold,
     consensus,
 )
-from workbench.core.project.finding_scores import refresh_scores, vote_time
-from workbench.core.project.store import Store, utc_now
-from workbench.core.project import _sql
 
 T = TypeVar("T")
 

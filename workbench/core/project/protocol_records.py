@@ -7,7 +7,8 @@ and any protocol (a plugin's too) may produce them. A kind this module has no ta
 
 | kind            | table            | fields                                                             |
 |-----------------|------------------|--------------------------------------------------------------------|
-| artifact        | artifacts        | key, author, cluster, content                                      |
+| artifact        | artifacts        | key, author, cluster, content (scored against the run's truth)     |
+| answer          | answers          | key, text, agent, detail; a run's final answer (scored alike)      |
 | vote            | votes            | artifact (key), voter, value, status, reason, raw, ballot_mode,    |
 |                 |                  | presentation_index                                                 |
 | finding         | findings         | id, claim, context (before the first call: prepare)                |
@@ -26,6 +27,11 @@ and any protocol (a plugin's too) may produce them. A kind this module has no ta
 | (anything else) | protocol_records | key, agent, data                                                   |
 
 A CONS question id is unique per run (``question@run``), so runs never collide.
+
+Scoring (SPEC §8) happens here, once, as an artifact or an answer is written: a run whose question
+is a dataset item with a known answer carries its truth in :class:`Where`, and each text gets the
+answer read from it (``extracted``) and its verdict (``score``), by :mod:`workbench.core.scoring`.
+No protocol scores anything; a plugin's artifacts are scored like the built-in ones.
 """
 
 from __future__ import annotations
@@ -40,14 +46,29 @@ from workbench.core.project.store import utc_now
 
 
 class Where:
-    """Where a record belongs: its run, round and call, the protocol, and whether it is simulated."""
+    """Where a record belongs: its run, round and call, the protocol, and whether it is simulated;
+    ``truth``: the run's known answer (``{"answer", "answer_type"}``, a config's ``item.truth``),
+    which artifacts and answers are scored against, or None."""
 
-    __slots__ = ("run_id", "round_id", "call_id", "protocol", "simulated", "now")
+    __slots__ = ("run_id", "round_id", "call_id", "protocol", "simulated", "now", "truth")
 
     def __init__(self, run_id: str, protocol: str, round_id: int | None = None, call_id: int | None = None,
-                 simulated: bool = False):
+                 simulated: bool = False, truth: dict | None = None):
         self.run_id, self.protocol, self.round_id, self.call_id = run_id, protocol, round_id, call_id
-        self.simulated, self.now = int(bool(simulated)), utc_now()
+        self.simulated, self.now, self.truth = int(bool(simulated)), utc_now(), truth
+
+    def scored(self, text: str | None, extracted: str | None = None) -> tuple[str | None, str | None]:
+        """``(extracted, score)`` of a text against the truth; without one, the protocol's own
+        ``extracted`` (what its plurality compared) and no score."""
+        if self.truth is None:
+            return extracted, None
+        from workbench.core.protocols.echo.wrap import strip_echo_trailer
+        from workbench.core.scoring import score
+
+        # The model's answer, without the lines Resonance Echo adds to a wrapped run's replies (a
+        # recital, a footer): their marker's hex digits would be read as the last number.
+        got = score(strip_echo_trailer(text), self.truth["answer"], self.truth["answer_type"])
+        return got.extracted, got.verdict
 
 
 # protocol_records read back: every column, with a data_json that another program left malformed
@@ -67,11 +88,27 @@ def write_records(tx: Transaction, where: Where, records: Iterable[Any]) -> None
 
 
 def _artifact(tx: Transaction, w: Where, f: dict, _kind: str) -> None:
+    extracted, score = w.scored(f["content"]) if w.truth is not None else (None, None)
     tx.execute("INSERT INTO artifacts (run_id, round_id, key, author_agent, author_cluster, content, call_id, "
-               "simulated, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, key) DO UPDATE "
-               "SET content = excluded.content, call_id = excluded.call_id",
+               "simulated, created_at, extracted, score) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+               "ON CONFLICT (run_id, key) DO UPDATE SET content = excluded.content, call_id = excluded.call_id, "
+               "extracted = excluded.extracted, score = excluded.score",
                (w.run_id, w.round_id, f["key"], f["author"], f.get("cluster"), f["content"], w.call_id,
-                w.simulated, w.now), tables=("artifacts",))
+                w.simulated, w.now, extracted, score), tables=("artifacts",))
+
+
+def _answer(tx: Transaction, w: Where, f: dict, _kind: str) -> None:
+    """A run's final answer (a control's, a debate's): its text (None: no answer was reached),
+    scored against the truth like an artifact."""
+    text = f.get("text")
+    extracted, score = w.scored(text, f.get("extracted"))
+    tx.execute("INSERT INTO answers (run_id, round_id, key, author_agent, text, extracted, score, detail_json, "
+               "call_id, simulated, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+               "ON CONFLICT (run_id, key) DO UPDATE SET author_agent = excluded.author_agent, text = excluded.text, "
+               "extracted = excluded.extracted, score = excluded.score, detail_json = excluded.detail_json",
+               (w.run_id, w.round_id, f.get("key") or "final", f.get("agent"), text, extracted, score,
+                json.dumps(f.get("detail") or {}, ensure_ascii=False), w.call_id, w.simulated, w.now),
+               tables=("answers",))
 
 
 def _vote(tx: Transaction, w: Where, f: dict, _kind: str) -> None:
@@ -187,7 +224,7 @@ def _generic(tx: Transaction, w: Where, f: dict, kind: str) -> None:
 
 
 WRITERS: dict[str, Callable[[Transaction, Where, dict, str], None]] = {
-    "artifact": _artifact, "vote": _vote, "finding": _finding, "finding_vote": _finding_vote,
+    "artifact": _artifact, "answer": _answer, "vote": _vote, "finding": _finding, "finding_vote": _finding_vote,
     "cons_question": _cons_question, "cons_ballot": _cons_ballot, "cons_outcome": _cons_outcome,
     "trace": _trace, "trace_final": _trace_final, "provenance": _provenance,
 }

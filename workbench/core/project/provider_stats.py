@@ -12,7 +12,10 @@ For each ``(provider, model)`` of the stored calls (of one run, or of the whole 
 - ``cost_usd``: the sum, or None (unknown) as soon as one call's cost is unknown — never $0 for
   unknown; ``cost_known_usd`` is the sum of the known part and ``cost_unknown_calls`` says how
   many calls are missing from it;
-- ``flags``: the reply quality flags (:mod:`.quality`) of its calls, and its voters' rubber stamps.
+- ``flags``: the reply quality flags (:mod:`.quality`) of its calls, and its voters' rubber stamps;
+- ``concurrency``: its adaptive concurrency limit (SPEC §10, :mod:`.limit_history`): the 429s its
+  deployments answered (``refusals``), the cuts and steps up, the lowest limit, and per deployment
+  its ``ceiling`` (max_concurrency), ``final`` and ``lowest`` limits; empty when it never ran a call.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import math
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from workbench.core.project import _sql, quality
+from workbench.core.project import _sql, limit_history, quality
 from workbench.core.project.store import Store
 
 _ROWS = ("SELECT coalesce(provider, '?') AS provider, coalesce(model, '?') AS model, status, cached, latency_ms, "
@@ -47,6 +50,7 @@ class ProviderStats:
     cost_unknown_calls: int = 0
     simulated: bool = False
     flags: dict[str, int] = field(default_factory=dict)
+    concurrency: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -84,6 +88,7 @@ def provider_stats(store: Store, run_id: str | None = None) -> list[ProviderStat
             g["cost"] += float(r["cost_usd"])
         g["sim"] = g["sim"] and bool(r["simulated"])
     flags = _flag_counts(store, run_id)
+    limits = limit_history.provider_summary(store, run_id)
     out = []
     for (provider, model), g in sorted(groups.items()):
         out.append(ProviderStats(
@@ -93,7 +98,8 @@ def provider_stats(store: Store, run_id: str | None = None) -> list[ProviderStat
             prompt_tokens=g["pt"], completion_tokens=g["ct"], tokens_unknown=g["tu"],
             cost_usd=None if g["cu"] else round(g["cost"], 10), cost_known_usd=round(g["cost"], 10),
             cost_unknown_calls=g["cu"], simulated=g["sim"],
-            flags={code: n for code in quality.FLAGS if (n := flags.get((provider, model), Counter())[code])}))
+            flags={code: n for code in quality.FLAGS if (n := flags.get((provider, model), Counter())[code])},
+            concurrency=limits.get(provider, {})))
     return out
 
 

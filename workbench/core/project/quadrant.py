@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.core.project import _sql
 from workbench.core.project.changes import Changes
 from workbench.core.project.runs import RunListRow, run_list
-from workbench.core.project.store import Store, utc_now
+from workbench.core.project.store import Store
 from workbench.core.protocols.rcp.config import DEFAULT_TAU, DEFAULT_THETA, DEFAULT_WEIGHT
 
 if TYPE_CHECKING:
@@ -97,6 +97,14 @@ class VoteData:
     absent: Any  # (m,) int: eligible voters with no vote row at all (not asked yet, or lost)
     excerpts: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # SPEC §8: each artifact against the run's known answer ("correct", "incorrect", "unscorable";
+    # None: the run has none) and the answer read from it. The plot marks them; tier_accuracy counts.
+    scores: list[str | None] = field(default_factory=list)
+    extracted: list[str | None] = field(default_factory=list)
+
+    @property
+    def scored(self) -> bool:
+        return any(s is not None for s in self.scores)
 
     @property
     def n(self) -> int:
@@ -196,13 +204,15 @@ def load_run(store: Store, run_id: str) -> VoteData | None:
                         "are treated as coming from outside the panel")
     if run["status"] == "degraded":  # SPEC §1: a degraded run's results are shown, marked as such
         warnings.insert(0, f"degraded run: {run['error'] or 'too many votes are missing'}")
+    scored = _sql.tuples(store, "SELECT score, extracted FROM artifacts WHERE run_id = ? ORDER BY id", (run_id,))
     return VoteData(
         run_id=run_id, label=run["label"], status=run["status"], simulated=bool(run["simulated"]),
         clusters=tuple(names), agents=tuple(agents), cluster_of=cluster_of, settings=settings,
         artifact_ids=np.array([i for i, *_rest in arts], dtype=np.int64), keys=keys, rounds=rounds,
         authors=[author for _i, _k, author, _c in arts], author_col=author_col, votes=votes,
         invalid=invalid, failed=failed, absent=absent,
-        excerpts=[(c or "").replace("\n", " ") for _i, _k, _a, c in arts], warnings=warnings)
+        excerpts=[(c or "").replace("\n", " ") for _i, _k, _a, c in arts], warnings=warnings,
+        scores=[score for score, _e in scored], extracted=[extracted for _s, extracted in scored])
 
 
 def classify(data: VoteData, settings: Settings | None = None) -> RcpArrays:
@@ -214,6 +224,28 @@ def classify(data: VoteData, settings: Settings | None = None) -> RcpArrays:
     s = settings or data.settings
     return classify_arrays(data.votes, data.cluster_of, n_clusters=max(data.n, 1), thetas=s.thetas, tau=s.tau,
                            reference=s.reference, weights=s.weights, author=data.author_col)
+
+
+def tier_accuracy(data: VoteData, arrays: RcpArrays, round_no: int | None = None):
+    """Accuracy per tier (and the AUROC of the resonance score against correctness) of a round's
+    artifacts (every artifact: ``round_no`` None) under the classification ``arrays`` (the run's
+    own or a what-if's): a ``shared.truth.TierAccuracy``, None when the run has no known answer."""
+    import math
+
+    from workbench.core.protocols.rcp.classify import TIERS, UNCLASSIFIED
+    from workbench.core.protocols.shared.truth import accuracy_by_tier
+
+    if not data.scored:
+        return None
+    states = []
+    for k, key in enumerate(data.keys):
+        if round_no is not None and int(data.rounds[k]) != round_no:
+            continue
+        cast = int(arrays.votes_cast[k])
+        score = float(arrays.score[k])
+        states.append({"artifact": key, "tier": TIERS[int(arrays.tier[k])] if cast else UNCLASSIFIED,
+                       "score": score if cast and not math.isnan(score) else None})
+    return accuracy_by_tier(states, dict(zip(data.keys, data.scores)))
 
 
 def region_tier(settings: Settings, approving: tuple[bool, ...]) -> str:
@@ -260,14 +292,11 @@ def variant_states(data: VoteData, settings: Settings, round_no: int | None = No
 
 def save_variant(store: Store, run_id: str, label: str, settings_json: dict,
                  states_by_round: dict[int, list[dict]]) -> Changes:
-    """Store a labelled what-if classification (one row per round); the run is not touched."""
-    now = utc_now()
-    with _sql.write(store) as tx:
-        for round_no, states in sorted(states_by_round.items()):
-            tx.insert("classification_variants", {"run_id": run_id, "round": int(round_no), "label": label,
-                                                  "settings_json": settings_json, "states_json": states,
-                                                  "created_at": now})
-    return tx.changes
+    """Store a labelled what-if classification (one row per round); the run is not touched. The
+    one writer of classification variants, a study's rule-only arms' too (:mod:`.variants`)."""
+    from workbench.core.project.variants import save_classification
+
+    return save_classification(store, run_id, label, settings_json, states_by_round)
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,7 @@ def cut_at_cap(request: dict, finish_reason: str | None, completion_tokens: int 
     """Why the reply was cut at the token cap, or None."""
     if isinstance(finish_reason, str) and finish_reason.lower() in ("length", "max_tokens"):
         cap = max_tokens_sent(request)
-        return f"The provider's stop reason is \u201clength\u201d" + (f" (cap {cap} tokens)." if cap else ".")
+        return "The provider's stop reason is \u201clength\u201d" + (f" (cap {cap} tokens)." if cap else ".")
     cap = max_tokens_sent(request)
     if cap is not None and isinstance(completion_tokens, int) and completion_tokens >= cap:
         return f"It used {completion_tokens} completion tokens, the cap sent was {cap}."

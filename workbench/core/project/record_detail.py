@@ -16,6 +16,7 @@ from workbench.core.project.audit import AuditNote, notes_for
 from workbench.core.project.calls import CallDetail, call_detail
 from workbench.core.project.protocol_records import READ_COLUMNS
 from workbench.core.project.records import BRANCH, rcp_tiers, round_of_label
+from workbench.core.project.scores import answers as final_answers
 from workbench.core.project.store import Store
 
 _TABLE = {"call": "llm_calls", "trace": "traces", "vote": "votes", "ballot": "cons_ballots",
@@ -45,7 +46,9 @@ def record_detail(store: Store, kind: str, record_id: Any) -> RecordDetail | Non
     metrics report, without the checks); a vote's ``artifact`` and ``state`` (its resonance
     state); a call's ``products`` (the rows its reply became); a ballot's ``question``; a
     finding's ``votes``; a finding vote's ``finding``; a protocol record's ``data`` (its JSON) and
-    ``record_kind`` (the protocol's own name for it)."""
+    ``record_kind`` (the protocol's own name for it). A call that wrote an artifact, and a vote on
+    one, also have ``score`` when the run's question has a known answer (SPEC §8): the verdict,
+    the answer read from the artifact (``extracted``) and the known answer."""
     table = _TABLE.get(kind)
     if table is None:
         return None
@@ -81,11 +84,14 @@ def record_detail(store: Store, kind: str, record_id: Any) -> RecordDetail | Non
         artifact = _sql.get(store, "artifacts", row["artifact_id"])
         extras["artifact"] = artifact
         extras["state"] = _state(run, artifact["key"] if artifact else None)
+        if artifact is not None:
+            extras["score"] = _score(store, artifact, run)
     elif kind == "call":
         extras["products"] = _products(store, row)
         artifact = next((p for p in extras["products"] if p["kind"] == "artifact"), None)
         if artifact is not None:
             extras["state"] = _state(run, artifact["key"])
+            extras["score"] = _score(store, artifact, run)
     elif kind == "finding":
         extras["votes"] = _sql.rows(store, "finding_votes", "finding_id = ?", (record_id,), order_by="id")
     elif kind == "finding_vote":
@@ -134,6 +140,18 @@ def _arm_report(store: Store, run: dict | None) -> dict:
     return kept if isinstance(kept, dict) else {}
 
 
+def _score(store: Store, artifact: dict, run: dict | None) -> dict | None:
+    """An artifact against its run's known answer (SPEC §8): ``{"score", "extracted", "answer",
+    "answer_type", "item", "final"}`` (``final``: the run's final answers, scores.answers: single,
+    vote and debate have one); None when the run has no known answer."""
+    if artifact.get("score") is None:
+        return None
+    item = ((run or {}).get("config_json") or {}).get("item") or {}
+    return {"score": artifact["score"], "extracted": artifact.get("extracted"), "answer": item.get("answer"),
+            "answer_type": item.get("answer_type"), "item": item.get("id"),
+            "final": final_answers(store, run["id"]) if run else []}
+
+
 def _state(run: dict | None, key: str | None) -> dict | None:
     """The artifact's resonance state, when its run's summary classifies artifacts (as RCP's does)."""
     if not run or key is None:
@@ -149,8 +167,10 @@ def _products(store: Store, call: dict) -> list[dict]:
     """The protocol rows one call's reply became: an artifact, votes, a trace, a ballot, a finding vote."""
     out: list[dict] = []
     cid, run_id = call["id"], call["run_id"]
-    for aid, key in _sql.tuples(store, "SELECT id, key FROM artifacts WHERE run_id = ? AND call_id = ?", (run_id, cid)):
-        out.append({"kind": "artifact", "id": aid, "key": key})
+    for aid, key, extracted, score in _sql.tuples(
+            store, "SELECT id, key, extracted, score FROM artifacts WHERE run_id = ? AND call_id = ?", (run_id, cid)):
+        # extracted and score: against the run's known answer (SPEC §8), None without one
+        out.append({"kind": "artifact", "id": aid, "key": key, "extracted": extracted, "score": score})
     for vid, key, value, status, reason in _sql.tuples(
             store, "SELECT v.id, a.key, v.value, v.status, v.reason FROM votes v LEFT JOIN artifacts a "
                    "ON a.id = v.artifact_id WHERE v.run_id = ? AND v.call_id = ? ORDER BY v.id", (run_id, cid)):
@@ -276,9 +296,19 @@ def _call_sides(store: Store, run_id: str) -> list[Side]:
                        "LEFT JOIN rounds rd ON rd.id = c.round_id WHERE c.run_id = ? ORDER BY c.id", (run_id,))]
 
 
+def _answer_sides(store: Store, run_id: str) -> list[Side]:
+    """The answers are the artifacts (single, vote, debate): each with what was read from it and,
+    against a known answer, its verdict."""
+    return [Side(round_of_label(kind or "") or _round_of_key(key), author or "?", "", "artifact", aid, text or "",
+                 " · ".join(v for v in (extracted, score) if v) or "—", True)
+            for aid, key, author, text, extracted, score, kind in _sql.tuples(
+                store, "SELECT a.id, a.key, a.author_agent, a.content, a.extracted, a.score, rd.kind FROM artifacts a "
+                       "LEFT JOIN rounds rd ON rd.id = a.round_id WHERE a.run_id = ? ORDER BY a.id", (run_id,))]
+
+
 # By the record kind that holds a run's votes (its protocol's ValidityUnit.kind).
 _SIDES = {"trace": _trace_sides, "vote": _artifact_sides, "finding_vote": _finding_vote_sides,
-          "cons_ballot": _ballot_sides}
+          "cons_ballot": _ballot_sides, "artifact": _answer_sides}
 
 
 def _round_of_key(key: str) -> int | None:

@@ -29,17 +29,19 @@ from workbench.core.project import _sql
 from workbench.core.project.runs import run_list
 from workbench.core.project.search import SearchPlan, condition
 from workbench.core.project.store import Store
+from workbench.core.protocols.shared.tiers import TIERS as TIERS  # re-exported: the tier filter's values
 
 # The kinds the GUI's kind filter offers, each with a label there (ui/widgets/record_filters.py
-# KIND_LABELS); the list holds every kind of BRANCH, "protocol_record" too, which joins this
-# tuple once the GUI names it.
-KINDS = ("call", "trace", "vote", "ballot", "finding", "finding_vote")
+# KIND_LABELS): every kind of BRANCH, a protocol's own records (a plugin's) too.
+KINDS = ("call", "trace", "vote", "ballot", "finding", "finding_vote", "protocol_record")
 COLUMNS = ("kind", "id", "run_id", "batch_id", "protocol", "agent", "round", "phase", "provider", "tier",
            "flags", "validity", "simulated", "time", "audit", "text")
 VALIDITIES = ("ok", "invalid", "failed")
 AUDIT_FILTERS = ("ok", "suspect", "wrong", "audited", "unaudited")
 QUALITY_FILTERS = ("any", "template_echo", "cut_at_cap", "rubber_stamp")  # see .quality
-TIERS = ("positive_consensus", "positive_polar", "negative_polar", "negative_consensus")
+# SPEC §8: a record's artifact scored against its run's known answer (the call that wrote it, the
+# votes on it); "scored": any of the three, "unscored": a run with no known answer.
+SCORE_FILTERS = ("correct", "incorrect", "unscorable", "scored", "unscored")
 CALL_FAILED = "[CALL FAILED]"
 
 # The resonance states of every run whose summary classifies artifacts into tiers (``rounds`` of
@@ -74,6 +76,7 @@ class RecordFilter:
     simulated: bool | None = None
     audit: str | None = None  # ok | suspect | wrong | audited | unaudited
     quality: str | None = None  # a reply quality flag (quality.FLAGS), or "any"
+    score: str | None = None  # its artifact's score against a known answer (SCORE_FILTERS)
     # The ids that carry ``quality`` (JSON ``{kind: [ids]}``), filled in by the list's reads.
     quality_ids: str | None = field(default=None, compare=False, repr=False)
 
@@ -238,6 +241,18 @@ _TIER_ARTIFACTS = ("SELECT a2.id FROM artifacts a2 JOIN tiers tt ON tt.run_id = 
 _TIER = {"call": f"(c.id IN (SELECT a3.call_id FROM artifacts a3 WHERE a3.id IN ({_TIER_ARTIFACTS})) OR c.id IN "
                  f"(SELECT v3.call_id FROM votes v3 WHERE v3.artifact_id IN ({_TIER_ARTIFACTS})))",
          "vote": f"v.artifact_id IN ({_TIER_ARTIFACTS})"}
+def _score_terms(score: str) -> tuple[str, tuple]:
+    """An artifact's score as a WHERE term over ``artifacts a4`` and its parameters."""
+    if score == "scored":
+        return "a4.score IS NOT NULL", ()
+    if score == "unscored":
+        return "a4.score IS NULL", ()
+    return "a4.score = ?", (score,)
+
+
+# The call that wrote the artifact, the votes cast on it (schema step 8's indexes).
+_SCORE = {"call": "c.id IN (SELECT a4.call_id FROM artifacts a4 WHERE a4.call_id IS NOT NULL AND {term})",
+          "vote": "v.artifact_id IN (SELECT a4.id FROM artifacts a4 WHERE {term})"}
 _VALIDITY = {
     "call": {"ok": "c.status = 'ok'", "invalid": "c.status = 'invalid'", "failed": "c.status NOT IN ('ok', 'invalid')"},
     "trace": {"ok": "t.ok = 1", "invalid": f"t.ok = 0 AND coalesce(t.claim, '') != '{CALL_FAILED}'",
@@ -305,6 +320,11 @@ def _where(branch: _Branch, f: RecordFilter, search: SearchPlan | None) -> tuple
         if kind not in _TIER:
             return None
         add(_TIER[kind], *([f.tier] * _TIER[kind].count("?")))
+    if f.score:
+        if kind not in _SCORE:
+            return None
+        term, values = _score_terms(f.score)
+        add(_SCORE[kind].format(term=term), *values)
     if f.flag:
         if kind != "trace":
             return None
@@ -469,6 +489,7 @@ def rows_for(store: Store, keys: list[tuple[str, object]]) -> list[dict]:
                 row["kind"] = kind
                 found[(kind, row["id"])] = row
     rows = [found[k] for k in keys if k in found]
+    _add_scores(store, rows)
     _add_tiers(store, rows)
     _add_quality(store, rows)
     for row in rows:
@@ -507,6 +528,22 @@ def _flags_text(value: object) -> str:
     if isinstance(value, list):
         return ", ".join(str(v) for v in value)
     return "" if value is None else str(value)
+
+
+def _add_scores(store: Store, rows: list[dict]) -> None:
+    """Each row's artifact's ``extracted`` answer and ``score`` against a known answer (SPEC §8),
+    None where it has none (read for these rows only)."""
+    wanted = sorted({(r["run_id"], r["akey"]) for r in rows if r.get("akey")})
+    found: dict[tuple[str, str], tuple] = {}
+    for start in range(0, len(wanted), 250):
+        chunk = wanted[start:start + 250]
+        terms = " OR ".join("(run_id = ? AND key = ?)" for _ in chunk)
+        for run_id, key, extracted, score in _sql.tuples(
+                store, f"SELECT run_id, key, extracted, score FROM artifacts WHERE {terms}",
+                [v for pair in chunk for v in pair]):
+            found[(run_id, key)] = (extracted, score)
+    for row in rows:
+        row["extracted"], row["score"] = found.get((row["run_id"], row.get("akey")), (None, None))
 
 
 def _add_tiers(store: Store, rows: list[dict]) -> None:

@@ -23,7 +23,6 @@ from workbench.core.project.panel_edits import project_keys
 from workbench.core.project.store import Store, utc_now
 
 
-
 def _check_protocol(protocol: object) -> str:
     """A protocol a run configuration may name: any registered runnable one (a plugin's too)."""
     from workbench.core import registry

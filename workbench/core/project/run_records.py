@@ -12,13 +12,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from workbench.core.limits import clip_reply
-from workbench.core.project.changes import Changes
-from workbench.core.runs.config import RunConfig
-from workbench.core.protocols.shared.steps import AgentCall, AgentReply
+from workbench.core.project import _sql
 from workbench.core.project._sql import Transaction
+from workbench.core.project.changes import Changes
 from workbench.core.project.protocol_records import Where, write_records
 from workbench.core.project.store import Store, utc_now
-from workbench.core.project import _sql
+from workbench.core.protocols.shared.steps import AgentCall, AgentReply
+from workbench.core.runs.config import RunConfig
 
 
 @dataclass
@@ -73,7 +73,13 @@ def _prepare(tx: Transaction, run_id: str, cfg: RunConfig) -> None:
 
     protocol = registry.get(cfg.protocol)
     if protocol.prepare is not None:
-        write_records(tx, Where(run_id, cfg.protocol), protocol.prepare(cfg, run_id))
+        write_records(tx, Where(run_id, cfg.protocol, truth=truth_of(cfg)), protocol.prepare(cfg, run_id))
+
+
+def truth_of(cfg: RunConfig) -> dict | None:
+    """The run's known answer (its dataset item's), which the writers score against (SPEC §8)."""
+    item = getattr(cfg, "item", None)
+    return item.truth if item is not None else None
 
 
 def record_call(store: Store, run_id: str, round_id: int, rec: CallRecord, cfg: RunConfig) -> tuple[int, Changes]:
@@ -160,7 +166,8 @@ def _record_protocol_rows(tx: Transaction, run_id: str, round_id: int, call_id: 
         reading = _read(rec, cfg)
     if reading is None:
         return None
-    where = Where(run_id, rec.call.meta.get("protocol") or cfg.protocol, round_id, call_id, rec.simulated)
+    where = Where(run_id, rec.call.meta.get("protocol") or cfg.protocol, round_id, call_id, rec.simulated,
+                  truth_of(cfg))
     # A record the project cannot store (a field missing, a value of the wrong kind: a plugin's
     # fault) must not take the paid call down with it: the call stays, marked invalid, and says why.
     tx.execute("SAVEPOINT protocol_records", tables=())
@@ -197,6 +204,12 @@ def finish_run(store: Store, run_id: str, cfg: RunConfig, result: Any) -> dict:
     if protocol.finish is None:
         return summary
     finished = protocol.finish(cfg, run_id, result)
+    truth = truth_of(cfg)
     with _sql.write(store) as tx:
-        write_records(tx, Where(run_id, cfg.protocol), finished.records)
-    return {**summary, **finished.summary}
+        write_records(tx, Where(run_id, cfg.protocol, simulated=cfg.simulated, truth=truth), finished.records)
+    summary = {**summary, **finished.summary}
+    if truth is not None:  # what was scored, counted (SPEC §8): the summary says how the run did
+        from workbench.core.project.scores import run_scores
+
+        summary["scored"] = run_scores(store, run_id, truth)
+    return summary

@@ -67,7 +67,7 @@ def _header(store: Store, run: dict, cfg: dict, summary: dict) -> list[str]:
     lines += [f"- **Question**: {md.text(question)}" if question else "- **Question**: none (the agents vote on "
               "the findings listed below)",
               f"- **Status**: {md.text(STATUS_LABELS.get(status, md.label(status)))}",
-              f"- **Run**: `{run['id']}`" + (f", replicate {run['replicate']} of a batch" if run["replicate"] else ""),
+              f"- **Run**: `{run['id']}`" + _place(run),
               f"- **Seed**: {run['seed'] if run['seed'] is not None else '—'}",
               f"- **Models**: {_models(calls, cfg)}",
               f"- **Calls**: {_calls(calls, summary)}",
@@ -96,7 +96,73 @@ def _header(store: Store, run: dict, cfg: dict, summary: dict) -> list[str]:
     agents = _agents(cfg)
     if agents:
         lines += ["## The panel", "", *md.table(["Agent", "Group", "Provider", "Persona"], agents), ""]
+    lines += _settings(run, cfg)
     return lines
+
+
+def _place(run: dict) -> str:
+    """Where a run sits: its study's arm, item and replicate, or its batch's replicate."""
+    if run.get("study_id"):
+        return (f", arm {md.text(run.get('arm'))}, item {md.text(run.get('item'))}, replicate {run['replicate']} "
+                f"of study `{md.text(run['study_id'])}`")
+    return f", replicate {run['replicate']} of a batch" if run["replicate"] else ""
+
+
+# ----- every setting that shaped the result ------------------------------------------------------------
+
+# The shared settings a result depends on (the panel, the seed and the dispatch are said above).
+_SHARED = ("max_missing_share", "cache", "budget", "echo", "dataset", "item")
+
+
+def _settings(run: dict, cfg: dict) -> list[str]:
+    """The run's protocol settings as configured (its declared config model's fields, defaults
+    included: θ, τ, thresholds, rounds...), each cluster's own θ and weight, the shared settings,
+    the templates' hashes and prompt set, and the simulated panel's parameters when simulated."""
+    from workbench.core import registry
+
+    declared = registry.protocols().get(run["protocol"])
+    own = list(declared.config.model_fields) if declared is not None and declared.config is not None else []
+    rows = []
+    for name in [*own, *_SHARED]:
+        if name in cfg:
+            rows += _setting_rows(name, cfg[name])
+    for i, cluster in enumerate(cfg.get("clusters") or []):
+        for key in ("theta", "weight"):
+            if cluster.get(key) is not None:
+                rows.append([f"clusters[{i}].{key} ({md.text(cluster.get('name'))})", md.text(repr(cluster[key]))])
+    lines = ["## Settings", "", "Every setting that shaped the result, as the run was configured (defaults included).",
+             "", *md.table(["Setting", "Value"], rows), ""] if rows else []
+    provenance = run.get("provenance_json") or {}
+    prompts = provenance.get("prompts") or {}
+    if prompts:
+        lines += ["### Prompts", ""]
+        if provenance.get("prompt_set"):
+            ps = provenance["prompt_set"]
+            lines += [f"From the prompt set **{md.text(ps.get('name'))}** (`{md.text(ps.get('sha256'))}`).", ""]
+        lines += md.table(["Step", "Template sha256", "Template"],
+                          [[md.text(step), f"`{md.text(p.get('sha256'))}`", "default" if p.get("default") else "edited"]
+                           for step, p in prompts.items() if isinstance(p, dict)])
+        lines.append("")
+    if run["simulated"]:
+        params = [[md.text(a.get("id")), md.cell(", ".join(f"{k} {v}" for k, v in sorted((a.get("params") or {}).items())))
+                   or "—"] for c in cfg.get("clusters") or [] for a in c.get("agents") or []]
+        lines += ["### Simulated panel", "", "Each simulated agent's parameters (docs/simulated-panel.md); an agent "
+                  "without one takes the panel's default.", "", *md.table(["Agent", "Parameters"], params), ""]
+    return lines
+
+
+def _setting_rows(name: str, value: object) -> list[list[str]]:
+    if isinstance(value, dict):
+        return [row for key, v in value.items() for row in _setting_rows(f"{name}.{key}", v)] or [[md.text(name), "—"]]
+    if isinstance(value, list):
+        shown = (", ".join(md.text(v) for v in value) if all(not isinstance(v, (dict, list)) for v in value)
+                 else f"{len(value)} entries (see the configuration)")
+        return [[md.text(name), shown or "none"]]
+    if value is None:
+        return [[md.text(name), "—"]]
+    if isinstance(value, float):  # exact: a threshold of 0.6666666667 is not 2/3
+        return [[md.text(name), md.text(repr(value))]]
+    return [[md.text(name), md.text(md.num(value)) if isinstance(value, (bool, int)) else md.text(value)]]
 
 
 def _title(protocol: str) -> str:

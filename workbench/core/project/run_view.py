@@ -7,7 +7,8 @@ with no table of its own (a plugin's) comes from ``protocol_records``.
 
 | kind               | fields (one dict per record, in the order stored)                           |
 |--------------------|-----------------------------------------------------------------------------|
-| artifact           | id, key, author, cluster, text                                              |
+| artifact           | id, key, author, cluster, text, extracted, score (against a known answer)   |
+| answer             | key, agent, text, extracted, score, detail (a run's final answer)           |
 | vote               | artifact (its key), voter, value, status, reason                            |
 | finding            | id, claim (every finding the run made or voted on)                          |
 | finding_vote       | the ``finding_votes`` row: finding_id, agent, vote_type, confidence, ...   |
@@ -32,14 +33,16 @@ from workbench.core.project.store import Store
 class RunView:
     """One run's row, configuration and summary, and its records by kind (read on first ask)."""
 
-    def __init__(self, store: Store, run_id: str):
+    def __init__(self, store: Store, run_id: str, *, config: dict | None = None, summary: dict | None = None):
+        """``config`` and ``summary``: in place of the run's own, for a classification of its
+        stored replies under other settings (a study's rule-only arm: its records are the run's)."""
         run = _sql.get(store, "runs", run_id)
         if run is None:
             raise InputError("run", f"no run {run_id!r} in this project")
         self._store = store
         self.run: dict[str, Any] = dict(run)
-        self.config: dict[str, Any] = run["config_json"] or {}
-        self.summary: dict[str, Any] = run["summary_json"] or {}
+        self.config: dict[str, Any] = config if config is not None else run["config_json"] or {}
+        self.summary: dict[str, Any] = summary if summary is not None else run["summary_json"] or {}
         self._read: dict[str, list[dict[str, Any]]] = {}
 
     @property
@@ -54,7 +57,14 @@ class RunView:
 
 def _artifacts(store: Store, run_id: str) -> list[dict]:
     return [{"id": a["id"], "key": a["key"], "author": a["author_agent"], "cluster": a["author_cluster"],
-             "text": a["content"]} for a in _sql.rows(store, "artifacts", "run_id = ?", (run_id,), order_by="id")]
+             "text": a["content"], "extracted": a["extracted"], "score": a["score"]}
+            for a in _sql.rows(store, "artifacts", "run_id = ?", (run_id,), order_by="id")]
+
+
+def _answers(store: Store, run_id: str) -> list[dict]:
+    from workbench.core.project.scores import answers
+
+    return answers(store, run_id)
 
 
 def _votes(store: Store, run_id: str) -> list[dict]:
@@ -106,7 +116,7 @@ def _protocol_records(kind: str) -> Callable[[Store, str], list[dict]]:
 
 
 _READERS: dict[str, Callable[[Store, str], list[dict]]] = {
-    "artifact": _artifacts, "vote": _votes, "finding": _findings, "finding_vote": _finding_votes,
+    "artifact": _artifacts, "answer": _answers, "vote": _votes, "finding": _findings, "finding_vote": _finding_votes,
     "cons_ballot": _cons_ballots, "trace": _traces, "echo_check": _echo_checks,
     "echo_restoration": _echo_restorations,
 }

@@ -44,6 +44,9 @@ class Run:
     owner: dict[str, Any] | None
     started_at: str
     finished_at: str | None
+    study_id: str | None = None  # a study's run (schema step 11): its study, arm and item
+    arm: str | None = None
+    item: str | None = None
 
     @classmethod
     def from_row(cls, r: dict) -> Run:
@@ -52,7 +55,8 @@ class Run:
                    batch_id=r["batch_id"], replicate=r["replicate"], config_id=r["config_id"],
                    config=r["config_json"] or {}, summary=r["summary_json"] or {},
                    provenance=r["provenance_json"] or {}, error=r["error"], owner=r["owner_json"],
-                   started_at=r["started_at"], finished_at=r["finished_at"])
+                   started_at=r["started_at"], finished_at=r["finished_at"], study_id=r.get("study_id"),
+                   arm=r.get("arm"), item=r.get("item"))
 
 
 # ----- reading -------------------------------------------------------------------------------
@@ -86,6 +90,9 @@ class RunListRow:
     batch_id: str | None = None
     replicate: int | None = None
     source: str = "run"  # run (made here), import (ARM traces read from a file)
+    study_id: str | None = None  # a study's run: its study, arm and item (SPEC §9)
+    arm: str | None = None
+    item: str | None = None
 
 
 _RUN_LIST = """
@@ -93,7 +100,7 @@ SELECT id, protocol, label, status, simulated, started_at, error,
        CASE WHEN status IN ('completed', 'degraded', 'failed') THEN json_extract(summary_json, '$.calls') END,
        CASE WHEN status IN ('completed', 'degraded', 'failed') THEN json_extract(summary_json, '$.failed_calls') END,
        CASE WHEN status IN ('completed', 'degraded', 'failed') THEN json_extract(summary_json, '$.invalid_calls') END,
-       batch_id, replicate, source
+       batch_id, replicate, source, study_id, arm, item
 FROM runs {where} ORDER BY started_at DESC, rowid DESC LIMIT ?
 """
 # The runs some lists are about, by name (never text from outside in the SQL).
@@ -109,9 +116,9 @@ def run_list(store: Store, limit: int = 2000, *, protocol: str | None = None, on
         where = f"{where} {'AND' if where else 'WHERE'} protocol = ?"
         params.append(protocol)
     return [RunListRow(i, protocol_, label or "", status, bool(sim), started, error, calls, failed, invalid,
-                       batch, replicate, source or "run")
-            for i, protocol_, label, status, sim, started, error, calls, failed, invalid, batch, replicate, source
-            in _sql.tuples(store, _RUN_LIST.format(where=where), (*params, limit))]
+                       batch, replicate, source or "run", study, arm, item)
+            for i, protocol_, label, status, sim, started, error, calls, failed, invalid, batch, replicate, source,
+            study, arm, item in _sql.tuples(store, _RUN_LIST.format(where=where), (*params, limit))]
 
 
 def batch_runs(store: Store, batch_id: str) -> list[Run]:
@@ -128,12 +135,15 @@ def batch_config(store: Store, batch_id: str) -> dict | None:
 # ----- writing -------------------------------------------------------------------------------
 def create_run(store: Store, *, run_id: str, protocol: str, label: str, config: dict, seed: int | None,
                dispatch: str | None, simulated: bool, batch_id: str | None = None,
-               replicate: int | None = None, source: str = "run") -> Changes:
-    """A new run, "interrupted" until a runner takes it (so a crash before that leaves it resumable)."""
+               replicate: int | None = None, source: str = "run", study: tuple[str, str, str] | None = None) -> Changes:
+    """A new run, "interrupted" until a runner takes it (so a crash before that leaves it resumable).
+    ``study``: the (study id, arm, item) a study's run belongs to."""
+    study_id, arm, item = study or (None, None, None)
     _, changes = _sql.insert(store, "runs", {
         "id": run_id, "protocol": protocol, "label": label, "config_json": config, "batch_id": batch_id,
         "replicate": replicate, "seed": seed, "dispatch": dispatch, "status": "interrupted",
-        "simulated": int(simulated), "source": source, "started_at": utc_now(), "owner_json": None})
+        "simulated": int(simulated), "source": source, "started_at": utc_now(), "owner_json": None,
+        **({"study_id": study_id, "arm": arm, "item": item} if study else {})})
     return changes
 
 

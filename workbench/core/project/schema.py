@@ -557,8 +557,150 @@ INSERT INTO change_counters (tbl) VALUES ('prompt_sets'), ('protocol_records');
     watch_triggers("protocol_records"),
 ])
 
+# Step 10: ground truth (SPEC §8, issue 28). A run whose question is a dataset item with a known
+# answer scores what it stores, as it is written: each artifact gets the answer read from it
+# (``extracted``) and its verdict (``score``: 'correct', 'incorrect' or 'unscorable'; NULL when
+# the run's item has no answer). A run's final answer(s) (what a control or a debate concluded:
+# the plurality, the single agent's reply) get a table of their own, ``answers``, scored alike: a
+# table rather than protocol_records' JSON, so accuracy is a plain SQL count beside the artifacts'
+# (docs/project-file.md). ``author_agent`` is the agent whose reply gave the answer;
+# ``detail_json`` the protocol's tally (the answers counted, the tie broken).
+_V10 = "\n".join([
+    """
+ALTER TABLE artifacts ADD COLUMN extracted TEXT;
+ALTER TABLE artifacts ADD COLUMN score TEXT CHECK (score IS NULL OR score IN ('correct', 'incorrect', 'unscorable'));
+CREATE TABLE answers (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    round_id INTEGER REFERENCES rounds(id) ON DELETE SET NULL,
+    key TEXT NOT NULL,
+    author_agent TEXT,
+    text TEXT,
+    extracted TEXT,
+    score TEXT CHECK (score IS NULL OR score IN ('correct', 'incorrect', 'unscorable')),
+    detail_json TEXT NOT NULL DEFAULT '{}',
+    call_id INTEGER REFERENCES llm_calls(id) ON DELETE SET NULL,
+    simulated INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    UNIQUE (run_id, key)
+);
+CREATE INDEX artifacts_score ON artifacts(run_id, score);
+INSERT INTO change_counters (tbl) VALUES ('answers');
+""",
+    watch_triggers("answers"),
+])
+
+# Step 11: studies (SPEC §9, issue 29). A study is stored as the document it was started from (the
+# base config and the dataset's items inline, so a resume needs no file) and its resolved arms
+# (``plan_json``: each arm's changes, dropped keys, tags, and the arm whose calls a rule-only arm
+# re-classifies). A study's runs say which study, arm and item they belong to (``replicate`` is
+# step 1's column); ``study_results`` holds one row per result, an (arm, item, replicate): the run
+# that gave it, or for a rule-only arm the classification variant of another arm's run
+# (``variant_id``), with the metrics the run's protocol declares (``metrics_json``, computed once
+# when the result is stored, so a report of 50,000 runs reads one small row each) and the calls it
+# reused. A variant made by a study keeps the protocol's whole summary under its settings.
+_V11 = "\n".join([
+    """
+CREATE TABLE studies (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL DEFAULT '',
+    config_json TEXT NOT NULL,
+    plan_json TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL
+);
+-- Plain text, as runs.batch_id's readers treat it: a column added with REFERENCES could never be dropped again.
+ALTER TABLE runs ADD COLUMN study_id TEXT;
+ALTER TABLE runs ADD COLUMN arm TEXT;
+ALTER TABLE runs ADD COLUMN item TEXT;
+CREATE INDEX runs_study ON runs(study_id, arm);
+ALTER TABLE classification_variants ADD COLUMN summary_json TEXT;
+CREATE TABLE study_results (
+    id INTEGER PRIMARY KEY,
+    study_id TEXT NOT NULL REFERENCES studies(id) ON DELETE CASCADE,
+    arm TEXT NOT NULL,
+    item TEXT NOT NULL,
+    replicate INTEGER NOT NULL,
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    variant_id INTEGER REFERENCES classification_variants(id) ON DELETE CASCADE,
+    status TEXT NOT NULL,
+    calls_reused INTEGER NOT NULL DEFAULT 0,
+    metrics_json TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL,
+    UNIQUE (study_id, arm, item, replicate)
+);
+CREATE INDEX study_results_run ON study_results(run_id);
+INSERT INTO change_counters (tbl) VALUES ('studies'), ('study_results');
+""",
+    watch_triggers("studies"),
+    watch_triggers("study_results"),
+])
+
+# Step 12: each text once (SPEC §10, issue 30; core/project/call_texts.py). The calls' rows move to
+# ``llm_call_rows``, whose ``request_parts`` and ``response_raw_parts`` hold a JSON array of parts
+# (an integer: a ``texts`` id; a string: inline); ``llm_calls`` becomes a view with the table's old
+# columns, in the old order, each text joined whole, so every reader keeps its SQL. The rename
+# carries the indexes, the watch triggers (they still count under 'llm_calls') and the other
+# tables' REFERENCES with it. Joining in order: json_each yields an array's elements in order and,
+# as the left operand of a LEFT JOIN, is always the outer loop, so group_concat (an aggregate
+# without GROUP BY) sees the parts in array order (tests/core/test_texts_once.py checks the plan).
+# INSTEAD OF triggers keep plain SQL writes to ``llm_calls`` working (texts stored whole, inline);
+# the workbench writes through call_texts.insert_call. AFTER_STEP[12] converts existing calls.
+# A later step that adds a column to the calls adds it to ``llm_call_rows`` and re-creates the view.
+_CALL_COLUMNS = ("id", "run_id", "round_id", "step_key", "agent_id", "provider", "model", "purpose",
+                 "sample_index", "attempts", "request_json", "reply_text", "response_raw", "response_json",
+                 "status", "error", "error_kind", "prompt_tokens", "completion_tokens", "total_tokens", "cost_usd",
+                 "cost_source", "latency_ms", "cached", "simulated", "started_at", "finished_at", "template_sha256")
+_PARTED = {"request_json": "request_parts", "response_raw": "response_raw_parts"}
+
+
+def _whole(parts: str) -> str:
+    return ("(SELECT group_concat(CASE WHEN p.type = 'integer' THEN t.body ELSE p.value END, '') "
+            f"FROM json_each(c.{parts}) AS p LEFT JOIN texts AS t ON p.type = 'integer' AND t.id = p.value)")
+
+
+# An INSERT into a view leaves an omitted column NULL in NEW (a view has no defaults): step 1's.
+_CALL_DEFAULTS = {"sample_index": "0", "attempts": "1", "cached": "0", "simulated": "0"}
+
+
+def _stored(column: str, new: str = "NEW") -> str:
+    """A view column's value as the table stores it, in an INSTEAD OF trigger."""
+    if column in _CALL_DEFAULTS:
+        return f"coalesce({new}.{column}, {_CALL_DEFAULTS[column]})"
+    if column not in _PARTED:
+        return f"{new}.{column}"
+    return f"CASE WHEN {new}.{column} IS NULL THEN NULL ELSE json_array({new}.{column}) END"
+
+
+_V12 = f"""
+CREATE TABLE texts (
+    id INTEGER PRIMARY KEY,
+    sha256 TEXT UNIQUE NOT NULL,
+    body TEXT NOT NULL
+);
+ALTER TABLE llm_calls RENAME TO llm_call_rows;
+ALTER TABLE llm_call_rows RENAME COLUMN request_json TO request_parts;
+ALTER TABLE llm_call_rows RENAME COLUMN response_raw TO response_raw_parts;
+CREATE VIEW llm_calls AS SELECT
+    {", ".join(f"{_whole(_PARTED[c])} AS {c}" if c in _PARTED else f"c.{c}" for c in _CALL_COLUMNS)}
+FROM llm_call_rows AS c;
+CREATE TRIGGER llm_calls_insert INSTEAD OF INSERT ON llm_calls BEGIN
+    INSERT INTO llm_call_rows ({", ".join(_PARTED.get(c, c) for c in _CALL_COLUMNS)})
+    VALUES ({", ".join(_stored(c) for c in _CALL_COLUMNS)});
+END;
+CREATE TRIGGER llm_calls_update INSTEAD OF UPDATE ON llm_calls BEGIN
+    UPDATE llm_call_rows SET {", ".join(
+        f"{_PARTED[c]} = CASE WHEN NEW.{c} IS OLD.{c} THEN {_PARTED[c]} ELSE {_stored(c)} END"
+        if c in _PARTED else f"{c} = NEW.{c}" for c in _CALL_COLUMNS)}
+    WHERE id = OLD.id;
+END;
+CREATE TRIGGER llm_calls_delete INSTEAD OF DELETE ON llm_calls BEGIN
+    DELETE FROM llm_call_rows WHERE id = OLD.id;
+END;
+"""
+
 # MIGRATIONS[n] takes a file from schema version n - 1 to n.
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8, 9: _V9}
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8, 9: _V9, 10: _V10,
+                              11: _V11, 12: _V12}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
@@ -615,5 +757,11 @@ def _set_table_sql(conn, tables: dict[str, str]) -> None:
         conn.execute("PRAGMA writable_schema = OFF")
 
 
+def _store_texts_once(conn) -> None:
+    from workbench.core.project.call_texts import convert_all
+
+    convert_all(conn)
+
+
 # Python that completes a step inside the step's own transaction (data the SQL cannot compute).
-AFTER_STEP = {3: _fill_finding_scores, 5: _widen_run_statuses, 9: _open_protocol_names}
+AFTER_STEP = {3: _fill_finding_scores, 5: _widen_run_statuses, 9: _open_protocol_names, 12: _store_texts_once}

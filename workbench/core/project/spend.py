@@ -53,6 +53,11 @@ def batch_spend(store: Store, batch_id: str, *, besides: str | None = None) -> S
     return _spend(store, "run_id IN (SELECT id FROM runs WHERE batch_id = ? AND id IS NOT ?)", (batch_id, besides))
 
 
+def study_spend(store: Store, study_id: str, *, besides: str | None = None) -> Spend:
+    """The spend of every run of the study (but ``besides``, the run counted on its own)."""
+    return _spend(store, "run_id IN (SELECT id FROM runs WHERE study_id = ? AND id IS NOT ?)", (study_id, besides))
+
+
 def cache_counts(store: Store, run_id: str) -> tuple[int, int]:
     """(hits, calls): the run's calls answered by the reply cache, of its calls that went through the
     gateway (not the simulated panel, a person or a replay)."""

@@ -165,6 +165,7 @@ class Store:
                         "migration", path,
                         f"{path.name} could not be upgraded from schema v{version} ({exc}). It was "
                         f"left as it was, and a backup copy is at {backup.name}.") from None
+                _vacuum_after_texts_once(conn, version)
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != journal_mode_for():
                 conn.execute(f"PRAGMA journal_mode = {journal_mode_for()}")
         except sqlite3.OperationalError as exc:
@@ -224,8 +225,9 @@ class Store:
     def info(self) -> dict:
         """What ``rwb project info`` prints: identity, versions, journal, and rows per table."""
         conn = self._connection()
-        tables = [r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        tables = [r[0] for r in conn.execute(  # and views: llm_calls is one (schema step 12)
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
+            "ORDER BY name")]
         name = conn.execute("SELECT name FROM project WHERE id = 1").fetchone()
         return {
             "path": str(self.path),
@@ -239,6 +241,7 @@ class Store:
             "migrated_from": self.report.migrated_from,
             "backup_path": str(self.report.backup_path) if self.report.backup_path else None,
             "counts": {t: conn.execute(f"SELECT count(*) FROM [{t}]").fetchone()[0] for t in tables},
+            "storage": _storage(conn, self.path),
         }
 
     # ----- copies --------------------------------------------------------------------------
@@ -253,6 +256,29 @@ class Store:
 
 
 # ----- helpers --------------------------------------------------------------------------------
+def _vacuum_after_texts_once(conn: sqlite3.Connection, from_version: int) -> None:
+    """Schema step 12 stores each text once and frees about two thirds of the calls' pages; the
+    file only shrinks when they are given back, so a file migrated across it is vacuumed once (a
+    copy of the file's size, as the backup just was). A failure (the disk full) keeps the free
+    pages for new rows: nothing is lost."""
+    if from_version < 12 <= SCHEMA_VERSION:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("VACUUM")
+
+
+def _storage(conn: sqlite3.Connection, path: Path) -> dict:
+    """The file's size and what storing each text once saves (``rwb info``); without the texts
+    table (a file of an older schema open read-only) the file's size alone."""
+    from workbench.core.project.call_texts import space
+
+    found = {"file_bytes": path.stat().st_size}
+    try:
+        found.update(space(conn))
+    except sqlite3.Error:
+        pass
+    return found
+
+
 def _connect(path: Path, *, read_only: bool = False, create: bool = False) -> sqlite3.Connection:
     mode = "ro" if read_only else ("rwc" if create else "rw")
     conn = sqlite3.connect(f"{path.as_uri()}?mode={mode}", uri=True, isolation_level=None,

@@ -112,6 +112,9 @@ _READ: dict[str, tuple[str, tuple]] = {
 # Votes are on artifacts, written by calls of this kind: a failed one left its votes unasked.
 ARTIFACT_CALLS = "generate"
 _ARTIFACTS_READ = "SELECT call_id, 'valid' AS row_status, 0 AS abstained FROM artifacts WHERE call_id IS NOT NULL"
+# A protocol whose unit is the artifact itself (an answer: SPEC §8's controls and debate): a call
+# that wrote one was answered; one that wrote none (an empty reply) is unreadable.
+_READ["artifact"] = (_ARTIFACTS_READ, ())
 # Any other kind (a plugin's) is kept in protocol_records: a call's records of the kind are valid
 # unless one says ``"valid": false``; it abstained when one says ``"abstained": true``.
 _RECORD_READ = ("SELECT call_id, CASE WHEN min(coalesce(json_extract(data_json, '$.valid'), 1)) THEN 'valid' "

@@ -168,7 +168,7 @@ class RunConfigBase(BaseModel):
     # SPEC §8: a question with a known answer instead of a query. ``dataset`` is the file it came
     # from (relative to the config file; kept to say where the item came from), ``item`` the item
     # itself once read_config_file has looked it up there. Its question becomes the run's query.
-    dataset: str | None = Field(None, min_length=1, max_length=MAX_PATH_CHARS)
+    dataset: NameStr | None = Field(None, min_length=1, max_length=MAX_PATH_CHARS)
     item: DatasetItem | None = None
 
     @field_validator("seed")
@@ -192,9 +192,10 @@ class RunConfigBase(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _question_of_item(cls, data: Any, info: ValidationInfo) -> Any:
-        """A dataset item's question is the run's query (SPEC §8): a query beside it is refused;
-        a stored configuration holds both, the query being the item's question."""
+    def _question_of_item(cls, data: Any) -> Any:
+        """A dataset item's question is the run's query (SPEC §8): another query beside it is
+        refused. A configuration the workbench stored holds both, the query being the item's
+        question, and re-parses."""
         if not isinstance(data, dict):
             return data
         item = data.get("item")
@@ -205,7 +206,7 @@ class RunConfigBase(BaseModel):
             return data
         question = item.get("question") if isinstance(item, dict) else None
         query = data.get("query")
-        if query not in (None, "") and not ((info.context or {}).get("stored") and query == question):
+        if query not in (None, "") and query != question:
             raise InputError("query", "a run asks a query or a dataset item, not both: remove one")
         return {**data, "query": question} if isinstance(question, str) else data
 
@@ -360,7 +361,18 @@ def parse_run_config(data: object, *, stored: bool = False) -> RunConfig:
         if first["type"] in ("union_tag_invalid", "union_tag_not_found"):
             got = f", got {shown(data['protocol'])}" if "protocol" in data else ""
             raise InputError("protocol", f"must be one of {', '.join(models)}{got}") from None
-        raise input_error(exc, clean=_without_tag) from None
+        raise _as_written(input_error(exc, clean=_without_tag), data) from None
+
+
+def _as_written(error: InputError, data: dict) -> InputError:
+    """An error in a flat ``agents`` list (the answer protocols', SPEC §8), named as the config
+    wrote it: the list became the panel's one cluster, so pydantic names ``clusters[0].agents``."""
+    if "agents" not in data or "clusters" in data:
+        return error
+    for made in ("clusters[0].agents", "clusters[0]"):
+        if error.field == made or error.field.startswith((made + ".", made + "[")):
+            return InputError("agents" + error.field[len(made):], error.message)
+    return error
 
 
 def _without_tag(loc: list) -> list:

@@ -59,7 +59,10 @@ def _run_prompts(cfg, overrides: Mapping[str, str]) -> RunPrompts:
 
     own, echo = split_prompts(overrides)
     wrapped = Prompts(registry.get(ECHO), echo) if cfg.echo is not None else None
-    return RunPrompts(registry.get(cfg.protocol), own, wrapped)
+    made = RunPrompts(registry.get(cfg.protocol), own, wrapped)
+    item = getattr(cfg, "item", None)
+    made.truth = item.truth if item is not None else None  # SPEC §8: for sim's skill, in each call's meta
+    return made
 
 
 def prompts_for(cfg, set_templates: Mapping[str, str] | None = None) -> RunPrompts:
@@ -104,6 +107,10 @@ def summary_fields(cfg, prompts: Prompts) -> dict:
     out = {"workbench_version": __version__,
            "prompts": {key: {"sha256": made.template(step).sha256, "default": made.is_default(step)}
                        for key, made, step in each_step(prompts)}}
-    if cfg.simulated and prompts.edited:
-        out["warnings"] = [SIM_PROMPTS_WARNING]
+    warnings = [SIM_PROMPTS_WARNING] if cfg.simulated and prompts.edited else []
+    from workbench.core.studies.guardrails import threshold_warnings
+
+    warnings += threshold_warnings(cfg)  # SPEC §9: a threshold the votes meet far from its face value
+    if warnings:
+        out["warnings"] = warnings
     return out

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, 
 
 from workbench.core.errors import InputError
 from workbench.core.limits import (
+    MAX_BATCH_POLL_S,
     MAX_CONCURRENCY,
     MAX_NAME_CHARS,
     MAX_NOTES_CHARS,
@@ -28,6 +29,7 @@ from workbench.core.limits import (
     MAX_RUN_AGENTS,
     MAX_TIMEOUT_S,
     MAX_URL_CHARS,
+    MAX_WAIT_S,
     SEED_MAX,
     SEED_MIN,
 )
@@ -128,12 +130,17 @@ StructuredOutput = Literal["auto", "json_schema", "json_object", "off"]
 MAX_REASK = 2
 DEFAULT_REASK = 1
 # Provider settings kept in the ``providers`` row's ``options_json`` (the row's own columns hold the rest).
-PROVIDER_OPTIONS = (*SAMPLING_KEYS, "structured_output", "reask", "deployments")
-_DEFAULT_OPTIONS: dict[str, Any] = {"structured_output": "auto", "reask": DEFAULT_REASK, "deployments": []}
+DEFAULT_MAX_WAIT_S = 300.0  # SPEC §10: a call ends rate_limited only after this long of 429s
+DEFAULT_BATCH_POLL_S = 30.0  # a provider batch takes minutes to hours: polled this often
+PROVIDER_OPTIONS = (*SAMPLING_KEYS, "structured_output", "reask", "deployments", "max_wait_s", "batch_api",
+                    "batch_poll_s")
+_DEFAULT_OPTIONS: dict[str, Any] = {"structured_output": "auto", "reask": DEFAULT_REASK, "deployments": [],
+                                    "max_wait_s": DEFAULT_MAX_WAIT_S, "batch_api": False,
+                                    "batch_poll_s": DEFAULT_BATCH_POLL_S}
 MAX_DEPLOYMENTS = 32
 MAX_TPM = 1_000_000_000
 # An agent's ``params`` (the simulated persona's knobs, SPEC §8): at most MAX_PARAMS named scalars.
-ParamValue = Union[StrictBool, int, float, Annotated[str, Field(max_length=MAX_NAME_CHARS)], None]  # noqa: UP007
+ParamValue = Union[StrictBool, int, float, Annotated[str, Field(max_length=MAX_NAME_CHARS)], None]  # noqa: UP007 — one long alias: Union[...] keeps its members apart
 Params = dict[Annotated[str, Field(max_length=MAX_NAME_CHARS), NameCheck], ParamValue]
 
 
@@ -223,7 +230,12 @@ class ProviderConfig(SamplingFields):
     max_concurrency: int = Field(4, ge=1, le=MAX_CONCURRENCY)
     rpm: int | None = Field(None, ge=1, le=MAX_RPM)
     timeout_s: float = Field(60.0, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
-    max_retries: int = Field(3, ge=0, le=MAX_RETRIES)
+    max_retries: int = Field(3, ge=0, le=MAX_RETRIES, description="retries after a failure other than a 429")
+    max_wait_s: float = Field(DEFAULT_MAX_WAIT_S, ge=0, le=MAX_WAIT_S, allow_inf_nan=False,
+                              description="seconds of 429 refusals a call waits out before it ends rate_limited")
+    batch_api: StrictBool = Field(False, description="send each phase's calls as one batch (the provider's batch API)")
+    batch_poll_s: float = Field(DEFAULT_BATCH_POLL_S, gt=0, le=MAX_BATCH_POLL_S, allow_inf_nan=False,
+                                description="how often a submitted batch is polled, in seconds")
     structured_output: StructuredOutput = Field("auto", description="how a JSON reply's schema is sent")
     reask: int = Field(DEFAULT_REASK, ge=0, le=MAX_REASK, description="re-asks after an unreadable reply")
     deployments: list[Deployment] = Field(default_factory=list, max_length=MAX_DEPLOYMENTS,
@@ -253,6 +265,11 @@ class ProviderConfig(SamplingFields):
             raise InputError("deployments", "the simulated panel ('sim') has no servers to spread calls over")
         if self.deployments and self.api_base:
             raise InputError("api_base", "give each deployment its own api_base, not the provider one as well")
+        if self.batch_api and (self.simulated or self.model == "manual"):
+            raise InputError("batch_api", f"{self.model!r} answers at once: there is no batch API to send to")
+        if self.batch_api and self.deployments:
+            raise InputError("batch_api", "a batch goes to one server: give a provider with deployments no batch_api, "
+                             "or one provider per server")
         return self
 
     @property

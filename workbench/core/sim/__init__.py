@@ -15,7 +15,8 @@ Public API::
         .persona_for(call) -> SimPersona
         .echo_agent(agent) -> EchoSimAgent  the agent's Echo context and its ground-truth history
     SimPersona(stance, strictness, sycophancy, confidence, drift, verbosity, context_budget,
-               overflow, flip_rate, contaminated, malformed_rate, misreport_rate, footers)
+               overflow, flip_rate, contaminated, malformed_rate, misreport_rate, footers,
+               skill, conformity)
         .from_params(params, where="") -> SimPersona   InputError naming the field
     SimReply(text, meta, error=None).to_agent_reply(key) -> AgentReply
     ScenarioBank.load(path=None) / default_bank() / .find(text, protocol) / .fill_generic(question)

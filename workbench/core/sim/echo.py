@@ -56,6 +56,7 @@ from workbench.core.sim.persona import SimPersona
 from workbench.core.sim.scenarios import ScenarioBank
 from workbench.core.sim.text import digest, join_sentences
 
+
 class EchoSimAgent(SimulatedAgent):
     """One simulated Echo agent: a context window that overflows as the persona says."""
 

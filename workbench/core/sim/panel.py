@@ -64,6 +64,22 @@ class SimPanel:
         self._echo: dict[str, EchoSimAgent] = {}
         self._echo_lock = threading.Lock()
 
+    @classmethod
+    def for_config(cls, cfg) -> SimPanel:
+        """A panel that answers every agent of ``cfg`` (a RunConfig) as a dry run would: each
+        agent's simulated persona from its params, or the default persona where its params are
+        for a real model and mean nothing to sim; a role answers like its first agent."""
+        personas: dict[str, SimPersona] = {}
+        for agent in cfg.agents:
+            try:
+                persona = SimPersona.from_params(agent.params)
+            except InputError:
+                persona = SimPersona()
+            personas[agent.id] = persona
+            if agent.role:
+                personas.setdefault(agent.role, persona)
+        return cls(cfg.seed, personas)
+
     def persona_for(self, call: AgentCall) -> SimPersona:
         if call.agent in self.personas:
             return self.personas[call.agent]

@@ -19,7 +19,7 @@ from workbench.core.protocols.shared.steps import AgentReply
 
 SIM_MODEL = "sim"
 UNIT_FIELDS = ("stance", "strictness", "sycophancy", "confidence", "drift", "verbosity", "flip_rate",
-               "malformed_rate", "misreport_rate")
+               "malformed_rate", "misreport_rate", "conformity")
 
 
 class SimError(WorkbenchError):
@@ -45,6 +45,12 @@ class SimPersona(BaseModel):
     malformed_rate: float = Field(0.0, description="chance that a structured reply is invalid (e.g. 'Maybe.')")
     misreport_rate: float = Field(0.1, description="ARM: chance of self-reporting a confidence delta off by 0.03-0.05")
     footers: bool = Field(False, description="Echo: stamp a resonance footer on replies while the marker is held")
+    # SPEC §8, on a question with a known answer. Unset (None): RCP writes and votes as without one,
+    # and the answer protocols (single, vote, debate) answer with DEFAULT_SKILL (sim/answers.py).
+    skill: float | None = Field(None, description="the probability that its answer to a question with a known "
+                                                  "answer is correct (a wrong one is the item's one distractor)")
+    conformity: float = Field(0.0, description="debate: the probability of adopting the plurality of the peers' "
+                                               "previous answers instead of answering afresh")
 
     @field_validator(*UNIT_FIELDS, mode="before")
     @classmethod
@@ -55,6 +61,11 @@ class SimPersona(BaseModel):
         if not math.isfinite(number) or not 0.0 <= number <= 1.0:
             raise ValueError(f"must be a number from 0 to 1, got {value!r}")
         return number
+
+    @field_validator("skill", mode="before")
+    @classmethod
+    def _unit_or_unset(cls, value: object) -> float | None:
+        return None if value is None else cls._unit(value)
 
     @field_validator("context_budget", mode="before")
     @classmethod

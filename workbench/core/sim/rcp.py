@@ -7,6 +7,9 @@
 - ``vote`` / ``ballot``: the voter reads the artifact's stance from its TEXT (the scenario
   sentences it contains), never from who wrote it, and approves with
   :func:`approval_probability`.
+- On a question with a known answer (SPEC §8) and an agent whose ``skill`` is set, the author
+  answers it instead (:mod:`.answers`: right with probability ``skill``, else the item's
+  distractor), and a voter approves an artifact exactly when it gives the voter's own answer.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 
+from workbench.core.sim import answers
 from workbench.core.sim.persona import SimPersona
 from workbench.core.sim.scenarios import Scenario
 from workbench.core.sim.text import (
@@ -55,7 +59,17 @@ def home_position(ask: Ask, scenario: Scenario, agent: str | None = None) -> flo
     return clamp(ask.persona.stance + ask.latent(scenario, agent).gauss(0.0, 0.06))
 
 
+def _skilled(ask: Ask) -> dict | None:
+    """The known answer, when this agent answers by skill (its ``skill`` set, a writable item)."""
+    return answers.truth(ask) if ask.persona.skill is not None else None
+
+
 def generate(ask: Ask) -> tuple[str, dict]:
+    item = _skilled(ask)
+    if item is not None:  # the author answers the question: right with its skill, else the distractor
+        value, correct = answers.own_answer(ask, item, 1)
+        return answers.written(value, item["answer_type"], ask.rng), {"answer": value, "correct": correct,
+                                                                      "skill": ask.persona.skill}
     query = _query(ask)
     scenario = scenario_for(ask, query)
     p = home_position(ask, scenario)
@@ -109,7 +123,22 @@ def _judge(ask: Ask, scenario: Scenario, artifact: str, voter: float, u: float) 
                              "recognised": len(found)}
 
 
+def _by_answer(ask: Ask, item: dict, artifact: str) -> tuple[bool, str, dict]:
+    """A skilled voter's verdict: approve exactly when the artifact gives the voter's own answer."""
+    own, _correct = answers.own_answer(ask, item, 1)
+    agrees = answers.same_answer(artifact, own, item["answer_type"])
+    reason = (f"It reaches the answer I reach, {own}." if agrees
+              else f"It does not reach the answer I reach, {own}.")
+    return agrees, reason, {"own_answer": own, "agrees": agrees}
+
+
 def vote(ask: Ask) -> tuple[str, dict]:
+    item = _skilled(ask)
+    if item is not None:
+        if ask.malformed:
+            return ask.rng.choice(MALFORMED_VOTES), {"malformed": True}
+        approve, reason, detail = _by_answer(ask, item, str(ask.input("artifact", "")))
+        return json.dumps({"vote": "YES" if approve else "NO", "reason": reason}, ensure_ascii=False), detail
     query = _query(ask)
     scenario = scenario_for(ask, query)
     if ask.malformed:
@@ -126,6 +155,14 @@ def vote(ask: Ask) -> tuple[str, dict]:
 
 
 def ballot(ask: Ask) -> tuple[str, dict]:
+    item = _skilled(ask)
+    if item is not None:
+        if ask.malformed:
+            return ask.rng.choice(MALFORMED_BALLOTS), {"malformed": True}
+        blocks = list(zip(ask.input("labels") or [], ask.input("responses") or []))
+        judged = {label: _by_answer(ask, item, str(text)) for label, text in blocks}
+        return (json.dumps({"votes": {label: "YES" if j[0] else "NO" for label, j in judged.items()}}),
+                {"ballot": {label: j[2] for label, j in judged.items()}})
     query = _query(ask)
     scenario = scenario_for(ask, query)
     if ask.malformed:

@@ -7,17 +7,21 @@
 ``Gateway.call`` is synchronous and thread-safe, meant for worker threads. It never raises: every
 outcome is a :class:`CallResult` (ok, error, rate_limited or cancelled). Per provider it keeps
 at most ``max_concurrency`` requests in flight and at most ``rpm`` requests sent in any 60 s
-window, retries included; it retries timeouts, refused connections, 429 and 5xx answers up to
-``max_retries`` times with exponential backoff and jitter, and honours ``Retry-After``. Keys
-are read at call time (see :mod:`workbench.services.llm.secrets`) and scrubbed from every text
-it returns or logs. No Qt here, so the headless CLI uses the same gateway.
+window, retries included; it retries timeouts, refused connections and 5xx answers up to
+``max_retries`` times with exponential backoff and jitter, honouring ``Retry-After``. A 429 uses
+no retry: it cuts the concurrency of the deployment that answered it and pauses that deployment
+for its ``Retry-After`` (:mod:`.adaptive`), and the call is sent again once it may, until it has
+been refused for the provider's ``max_wait_s``. Keys are read at call time (see
+:mod:`workbench.services.llm.secrets`) and scrubbed from every text it returns or logs. No Qt
+here, so the headless CLI uses the same gateway.
 
 A provider with ``deployments`` (several servers behind one name) is served by one litellm
 ``Router`` per gateway, built on the first call to it (on that worker thread): one model group
 named after the provider, picking a deployment at random among those not busy (``simple-shuffle``,
 weighted by their rpm/tpm). The provider's ``max_concurrency`` and ``rpm`` still gate all its
-deployments together; a deployment's own ``max_concurrency`` and ``rpm`` are held here around
-the request the Router sends to it. The Router never retries (``num_retries=0``): this loop
+deployments together; a deployment's own ``max_concurrency`` and ``rpm``, and its adaptive limit,
+are held here around the request the Router sends to it (a deployment whose slots are all taken
+or that is paused after a 429 is skipped while another is free). The Router never retries (``num_retries=0``): this loop
 does, and each retry skips the deployments that call already failed on, while a failed
 deployment sits out a cooldown for every call. Each result names the deployment that answered.
 
@@ -40,13 +44,30 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from workbench.core.runs.providers import SAMPLING_KEYS, ProviderConfig, capped
+from workbench.services.llm.adaptive import AdaptiveLimit, LimitHistory, Ticket
 from workbench.services.llm.cache import CacheBackend, MemoryCacheBackend, ResponseCache, cache_key
-from workbench.services.llm.limits import (Backoff, Clock, ConcurrencyGate, RateLimiter, Sleep, event_sleep,
-                                           parse_retry_after, utc_stamp)
+from workbench.services.llm.limits import (
+    Backoff,
+    Clock,
+    ConcurrencyGate,
+    RateLimiter,
+    Sleep,
+    event_sleep,
+    parse_retry_after,
+    utc_stamp,
+)
 from workbench.services.llm.reply_cost import remember_unmapped, reply_cost
 from workbench.services.llm.result import RETRYABLE, CallResult
-from workbench.services.llm.secrets import (SECRET_FILTER, MissingKey, ResolvedKey, ambient_secrets, install_filter,
-                                            resolve_key, scrub, scrub_value)
+from workbench.services.llm.secrets import (
+    SECRET_FILTER,
+    MissingKey,
+    ResolvedKey,
+    ambient_secrets,
+    install_filter,
+    resolve_key,
+    scrub,
+    scrub_value,
+)
 from workbench.services.llm.structured import response_format, supports_schema
 from workbench.services.llm.wire import WireRecord, WireTap, classify
 
@@ -164,6 +185,10 @@ class _Cancelled(Exception):
     """Cancelled while waiting for a deployment's own slot."""
 
 
+class _OutOfTime(Exception):
+    """A deployment's pause lasts past the time this call may still spend on refusals."""
+
+
 class _Deployments:
     """A provider's deployments behind one litellm Router, with their keys (resolved once, when the
     Router is built) and their own limits."""
@@ -244,8 +269,22 @@ class Gateway:
         # Keys given by the caller, per provider (a key typed in the provider dialog and not yet
         # stored, for its connection test); any other key is looked up at call time.
         self._keys = dict(keys or {})
-        self._sleep = sleep
+        self._sleep, self._clock = sleep, clock
         self.gates = {n: ConcurrencyGate(c.max_concurrency) for n, c in self.providers.items()}
+        # The concurrency each deployment gets now (a provider without deployments is one), cut on
+        # 429s and grown back on clean calls (SPEC §10); every change goes to ``limit_history``.
+        self.limit_history = LimitHistory()
+        self.adaptive: dict[str, AdaptiveLimit] = {}
+        for n, c in self.providers.items():
+            if c.simulated:
+                continue
+            if not c.deployments:
+                self.adaptive[n] = AdaptiveLimit(n, c.max_concurrency, clock=clock, sleep=sleep,
+                                                 record=self.limit_history.record)
+            for i, d in enumerate(c.deployments):
+                self.adaptive[_dep_id(n, i)] = AdaptiveLimit(
+                    n, min(d.max_concurrency or c.max_concurrency, c.max_concurrency), deployment=i, clock=clock,
+                    sleep=sleep, record=self.limit_history.record)
         self.limiters = {n: RateLimiter(c.rpm, rate_window_s, clock=clock, sleep=sleep)
                          for n, c in self.providers.items() if c.rpm}
         # A deployment's own limits, by provider and index (its provider's gate and limiter hold as well).
@@ -325,6 +364,11 @@ class _Call:
         self.failed_on: list[str] = []  # deployments this call failed on, skipped by its retries
         self.pick: tuple[int, str] | None = None
         self.held: list[Any] = []
+        self.ticket: tuple[AdaptiveLimit, Ticket] | None = None  # the adaptive slot this attempt holds
+        self.refused_since: float | None = None  # on the gateway's clock: this call's first 429
+        self.deadline: float | None = None  # ... plus max_wait_s: refusals are waited out until then
+        self.refusals = 0
+        self._wait_from: float | None = None  # when the wait after the last 429 began (its attempt log)
         self.request = {"model": self.model, "api_base": self.cfg.api_base if self.cfg else None,
                         "messages": self.messages, "params": self.params, "timeout_s": self.timeout_s,
                         "sample_index": sample_index}
@@ -368,6 +412,36 @@ class _Call:
     # -- the call --------------------------------------------------------------------------
 
     def run(self) -> CallResult:
+        early = self.prepare()
+        if early is not None:
+            return early
+        cfg = self.cfg
+        assert cfg is not None
+        if cfg.deployments:
+            try:
+                litellm = _load()
+            except Exception as exc:
+                return self.finish("error", error=f"litellm could not be imported: {exc}", error_kind="internal")
+            try:
+                self.routed = self.gw._routed(self.provider, litellm)
+            except MissingKey as exc:
+                return self.finish("error", error=f"missing API key for provider {self.provider!r}: {exc}",
+                                   error_kind="missing_key")
+            self.secrets = ambient_secrets() | self.routed.secrets
+        else:
+            missing = self.resolve_key()
+            if missing is not None:
+                return missing
+            try:
+                litellm = _load()
+            except Exception as exc:
+                return self.finish("error", error=f"litellm could not be imported: {exc}", error_kind="internal")
+        rng = random.Random(f"{self.gw.seed}:{self.ckey}") if self.gw.seed is not None else random.Random()
+        return self._attempts(litellm, rng)
+
+    def prepare(self) -> CallResult | None:
+        """The request's params (``response_format`` included) and cache key; a result when the
+        call ends before any request (no such provider, the simulated panel, a cache hit)."""
         cfg = self.cfg
         if cfg is None:
             return self.finish("error", error=f"no provider named {self.provider!r}", error_kind="bad_request")
@@ -395,32 +469,22 @@ class _Call:
                     provider=self.provider, request=self.request, cached=True, attempts=0, cost_usd=0.0,
                     cost_source="cache", attempt_log=(), queued_ms=0.0, latency_ms=_now_ms(self.t0),
                     key_source="none", started_at=utc_stamp(self.started_wall), finished_at=utc_stamp())
-        if cfg.deployments:
-            try:
-                litellm = _load()
-            except Exception as exc:
-                return self.finish("error", error=f"litellm could not be imported: {exc}", error_kind="internal")
-            try:
-                self.routed = self.gw._routed(self.provider, litellm)
-            except MissingKey as exc:
-                return self.finish("error", error=f"missing API key for provider {self.provider!r}: {exc}",
-                                   error_kind="missing_key")
-            self.secrets = ambient_secrets() | self.routed.secrets
-        else:
-            try:
-                given = self.gw._keys.get(self.provider)
-                self.key = ResolvedKey(given, "given") if given else resolve_key(cfg.key_env, cfg.key_keyring)
-            except MissingKey as exc:
-                return self.finish("error", error=f"missing API key for provider {self.provider!r}: {exc}",
-                                   error_kind="missing_key")
-            self.secrets = ambient_secrets() | ({self.key.value} if self.key.value else set())
-            SECRET_FILTER.remember(self.key.value)
-            try:
-                litellm = _load()
-            except Exception as exc:
-                return self.finish("error", error=f"litellm could not be imported: {exc}", error_kind="internal")
-        rng = random.Random(f"{self.gw.seed}:{self.ckey}") if self.gw.seed is not None else random.Random()
-        return self._attempts(litellm, rng)
+        return None
+
+    def resolve_key(self) -> CallResult | None:
+        """The provider's key (given, or named by it), remembered for scrubbing; a missing_key
+        result when it cannot be found."""
+        cfg = self.cfg
+        assert cfg is not None
+        try:
+            given = self.gw._keys.get(self.provider)
+            self.key = ResolvedKey(given, "given") if given else resolve_key(cfg.key_env, cfg.key_keyring)
+        except MissingKey as exc:
+            return self.finish("error", error=f"missing API key for provider {self.provider!r}: {exc}",
+                               error_kind="missing_key")
+        self.secrets = ambient_secrets() | ({self.key.value} if self.key.value else set())
+        SECRET_FILTER.remember(self.key.value)
+        return None
 
     def _api_key(self) -> str | None:
         if self.key.value:
@@ -434,26 +498,41 @@ class _Call:
         cfg = self.cfg
         assert cfg is not None
         gate, limiter = self.gw.gates[self.provider], self.gw.limiters.get(self.provider)
+        adaptive = self.gw.adaptive.get(self.provider)  # None for a provider with deployments: see _picked
         last: dict[str, Any] = {}
-        for attempt_no in range(1, cfg.max_retries + 2):
+        failures = 0  # failures other than 429s: these use up max_retries
+        while True:
             start = time.perf_counter()
             if not gate.acquire(self.cancel):
                 self._waited(start)
                 return self._cancelled(last)
             try:
+                if adaptive is not None:
+                    ticket = adaptive.acquire(self.cancel, self.deadline)
+                    if ticket is None:
+                        self._waited(start)
+                        return self._cancelled(last) if self._is_cancelled() else self._out_of_time(last)
+                    self.ticket = (adaptive, ticket)
                 if limiter is not None and not limiter.acquire(self.cancel):
                     self._waited(start)
+                    self._release_ticket({"error_kind": "cancelled"}, rng)
                     return self._cancelled(last)
                 self._waited(start)
-                if self.cancel is not None and self.cancel.is_set():
+                self._note_wait()
+                if self._is_cancelled():
+                    self._release_ticket({"error_kind": "cancelled"}, rng)
                     return self._cancelled(last)
                 self.attempts += 1
                 outcome = self._send(litellm)
+                self._release_ticket(outcome, rng)
             finally:
                 gate.release()
             if outcome.get("error_kind") == "cancelled":  # waiting for a deployment's own slot: nothing sent
                 self.attempts -= 1
                 return self._cancelled(last)
+            if outcome.get("error_kind") == "out_of_time":  # ... or for its pause, past max_wait_s
+                self.attempts -= 1
+                return self._out_of_time(last)
             self.attempt_log.append({k: outcome.get(k) for k in
                                      ("http_status", "error_kind", "latency_ms", "retry_after_s")})
             if self.pick is not None:
@@ -465,29 +544,106 @@ class _Call:
                 return result
             last = outcome
             kind, retry_after = outcome["error_kind"], outcome.get("retry_after_s")
-            final_status = "rate_limited" if kind == "rate_limited" else "error"
-            if kind not in RETRYABLE or attempt_no > cfg.max_retries:
-                return self._failed(final_status, outcome)
+            if kind == "rate_limited":
+                refused = self._refused(outcome, rng)
+                if refused is not None:
+                    return refused
+                continue
+            failures += 1
+            if kind not in RETRYABLE or failures > cfg.max_retries:
+                return self._failed("error", outcome)
             if retry_after is not None and retry_after > self.gw.max_retry_after_s:
                 outcome = {**outcome, "error": f"{outcome['error']} (the server asked to retry after "
                            f"{retry_after:g} s, more than the {self.gw.max_retry_after_s:g} s allowed)"}
-                return self._failed(final_status, outcome)
-            delay = self.gw.backoff.delay(attempt_no, rng, retry_after)
+                return self._failed("error", outcome)
+            delay = self.gw.backoff.delay(failures, rng, retry_after)
             self.attempt_log[-1]["waited_s"] = round(delay, 4)
-            if self.on_wait is not None:  # the GUI shows the wait as it happens
-                try:
-                    self.on_wait({"attempt": attempt_no, "error_kind": kind, "delay_s": delay,
-                                  "retry_after_s": retry_after, "http_status": outcome.get("http_status"),
-                                  "error": outcome.get("error")})
-                except Exception:  # a listener's bug never fails the call
-                    log.exception("on_wait listener failed")
-            log.info("%s: attempt %d failed (%s), retrying in %.2f s", self.provider, attempt_no, kind, delay)
+            self._tell_wait(kind, delay, outcome)
+            log.info("%s: attempt %d failed (%s), retrying in %.2f s", self.provider, self.attempts, kind, delay)
             start = time.perf_counter()
             cancelled = self.gw._sleep(delay, self.cancel)
             self._waited(start)
             if cancelled:
                 return self._cancelled(last)
-        raise AssertionError("unreachable")  # the loop always returns
+
+    # -- 429s: waited out on the deployment's pause, until max_wait_s (SPEC §10) ----------------
+    def _refused(self, outcome: dict[str, Any], rng: random.Random) -> CallResult | None:
+        """A 429 (or every deployment cooling down): None to send again once the deployment's pause
+        allows, or the rate_limited result when this call has been refused for max_wait_s."""
+        assert self.cfg is not None
+        now = self.gw._clock()
+        if self.refused_since is None:
+            self.refused_since = now
+            self.deadline = now + self.cfg.max_wait_s
+        self.refusals += 1
+        spent, allowed = now - self.refused_since, self.cfg.max_wait_s
+        retry_after = outcome.get("retry_after_s")
+        if retry_after is not None and spent + retry_after > allowed:
+            return self._failed("rate_limited", {**outcome, "error": f"{outcome['error']} (the server asked to "
+                                f"retry after {retry_after:g} s, past the provider's max_wait_s of {allowed:g} s"
+                                f"{f' ({spent:.3g} s spent already)' if spent else ''})"})
+        if spent >= allowed:
+            return self._out_of_time(outcome)
+        limit = self.gw.adaptive.get(_dep_id(self.provider, self.pick[0]) if self.pick is not None else self.provider)
+        wait = limit.pause_left() if limit is not None and outcome.get("deployment_answered") else None
+        if wait is None:  # no deployment answered (the Router had them all cooling down): wait here
+            wait = min(retry_after if retry_after is not None else self.gw.backoff.delay(self.refusals, rng),
+                       self.deadline - now)
+            self._tell_wait("rate_limited", wait, outcome)
+            start = time.perf_counter()
+            if self.gw._sleep(wait, self.cancel):
+                self._waited(start)
+                return self._cancelled(outcome)
+            self._waited(start)
+            return None
+        self._tell_wait("rate_limited", wait, outcome)
+        self._wait_from = now  # the next attempt notes how long this one waited
+        return None
+
+    def _out_of_time(self, last: dict[str, Any]) -> CallResult:
+        assert self.cfg is not None
+        error = last.get("error") or "rate-limited"
+        return self._failed("rate_limited", {**last, "error_kind": "rate_limited", "error": f"{error} (refused "
+                            f"for the provider's max_wait_s of {self.cfg.max_wait_s:g} s)"})
+
+    def _note_wait(self) -> None:
+        """The attempt before this one waited out a pause: how long, in its attempt log."""
+        began = self._wait_from
+        if began is not None and self.attempt_log:
+            self.attempt_log[-1]["waited_s"] = round(self.gw._clock() - began, 4)
+        self._wait_from = None
+
+    def _release_ticket(self, outcome: dict[str, Any], rng: random.Random) -> None:
+        """Give the adaptive slot back, telling its limit how the request went."""
+        if self.ticket is None:
+            return
+        limit, ticket = self.ticket
+        self.ticket = None
+        kind = outcome.get("error_kind")
+        if outcome.get("status") == "ok":
+            limit.release(ticket, "ok")
+        elif kind == "rate_limited":
+            outcome["deployment_answered"] = True
+            retry_after = outcome.get("retry_after_s")
+            # Retry-After 0, or none: this call's backoff, so a server that says "now" forever
+            # is not asked again in a tight loop for max_wait_s.
+            pause = self.gw.backoff.delay(self.refusals + 1, rng) if not retry_after else None
+            limit.release(ticket, "rate_limited", retry_after_s=retry_after or None, pause_s=pause)
+        else:
+            limit.release(ticket, kind or "error")
+
+    def _tell_wait(self, kind: str, delay: float, outcome: dict[str, Any]) -> None:
+        if self.on_wait is None:  # the GUI shows the wait as it happens
+            return
+        try:
+            self.on_wait({"attempt": self.attempts, "error_kind": kind, "delay_s": delay,
+                          "retry_after_s": outcome.get("retry_after_s"), "http_status": outcome.get("http_status"),
+                          "error": outcome.get("error")})
+        except Exception:  # a listener's bug never fails the call
+            log.exception("on_wait listener failed")
+
+    def _is_cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
 
     def _failed(self, status: str, outcome: dict[str, Any]) -> CallResult:
         return self.finish(status, error=outcome["error"], error_kind=outcome["error_kind"],
@@ -535,7 +691,8 @@ class _Call:
         call failed on and those whose own slots are all taken (unless that leaves none)."""
         assert self.routed is not None and self.cfg is not None
         busy = [_dep_id(self.provider, i) for i in range(len(self.cfg.deployments))
-                if (g := self.gw.deployment_gates.get((self.provider, i))) is not None and g.full]
+                if ((g := self.gw.deployment_gates.get((self.provider, i))) is not None and g.full)
+                or ((a := self.gw.adaptive.get(_dep_id(self.provider, i))) is not None and (a.full or a.paused))]
         skip = tuple(dict.fromkeys([*self.failed_on, *busy]))
         self.pick = None
         _local.call = self
@@ -546,6 +703,8 @@ class _Call:
                 **({"timeout": self.timeout_s} if self.timeout_given else {}), **self.params)
         except _Cancelled:
             return {"status": "error", "error_kind": "cancelled", "error": "cancelled", "latency_ms": None}
+        except _OutOfTime:
+            return {"status": "error", "error_kind": "out_of_time", "error": "rate-limited", "latency_ms": None}
         except Exception as exc:
             latency = _now_ms(self.t_send)
             if type(exc).__name__ in ("RouterRateLimitError", "RouterRateLimitErrorBasic"):
@@ -554,7 +713,9 @@ class _Call:
                         "error": f"every deployment is cooling down after failures: {exc}",
                         "http_status": None, "response_raw": None, "retry_after_s": float(wait)}
             failure = classify(exc, wire)
-            if self.pick is not None and failure.kind in RETRYABLE:
+            # A 429 is no sign the deployment is broken: its pause (and the Router's cooldown) keeps
+            # calls off it for its Retry-After, and then it serves this call's retry as well as any.
+            if self.pick is not None and failure.kind in RETRYABLE and failure.kind != "rate_limited":
                 self.failed_on.append(_dep_id(self.provider, self.pick[0]))
             retry_after = parse_retry_after(failure.headers) if failure.kind in ("rate_limited",
                                                                                  "server_error") else None
@@ -588,6 +749,13 @@ class _Call:
                 self._waited(start)
                 raise _Cancelled()
             self.held.append(gate)
+        adaptive = self.gw.adaptive.get(_dep_id(self.provider, index))
+        if adaptive is not None:
+            ticket = adaptive.acquire(self.cancel, self.deadline)
+            if ticket is None:
+                self._waited(start)
+                raise _Cancelled() if self._is_cancelled() else _OutOfTime()
+            self.ticket = (adaptive, ticket)
         limiter = self.gw.deployment_limiters.get((self.provider, index))
         if limiter is not None and not limiter.acquire(self.cancel):
             self._waited(start)

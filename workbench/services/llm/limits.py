@@ -123,7 +123,7 @@ class Backoff:
     def delay(self, retry_no: int, rng: random.Random, retry_after_s: float | None = None) -> float:
         if retry_after_s is not None:
             return retry_after_s * (1.0 + 0.1 * rng.random())
-        ceiling = min(self.cap_s, self.base_s * (2 ** max(0, retry_no - 1)))
+        ceiling = min(self.cap_s, self.base_s * (2 ** min(max(0, retry_no - 1), 64)))  # 429s count without end
         return ceiling * (0.5 + 0.5 * rng.random())
 
 

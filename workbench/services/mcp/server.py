@@ -65,9 +65,9 @@ from workbench.core.project.findings import (
     VoteReceipt,
     VoteRequest,
 )
+from workbench.core.project.store import Store
 from workbench.core.protocols.findings.book import VoteType
 from workbench.core.protocols.findings.config import DEFAULT_THRESHOLD, THRESHOLD_RANGE, Threshold
-from workbench.core.project.store import Store
 from workbench.services.mcp.wire import client_info_problem
 
 log = logging.getLogger("workbench.mcp")

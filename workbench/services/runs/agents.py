@@ -10,10 +10,10 @@ import threading
 from dataclasses import replace
 from typing import Protocol
 
-from workbench.core.protocols.shared.steps import AgentCall, AgentReply
-from workbench.core.runs.config import RunConfig
 from workbench.core.project.run_records import CallRecord
 from workbench.core.project.store import utc_now
+from workbench.core.protocols.shared.steps import AgentCall, AgentReply
+from workbench.core.runs.config import RunConfig
 
 MANUAL = "manual"
 CONDUCTOR = "conductor"
@@ -59,6 +59,11 @@ class AgentRouter:
         self._manual = manual
         self._sim = None
         self._lock = threading.Lock()
+
+    @property
+    def gateway(self):
+        """The gateway the run's model calls go through (None until the first one)."""
+        return self._gateway
 
     def provider_of(self, call: AgentCall) -> str:
         if call.agent == CONDUCTOR:
@@ -131,13 +136,27 @@ class AgentRouter:
                           {**base, "status": "ok", "finished_at": utc_now()})
 
     def _call_model(self, call: AgentCall, name: str, cancel: threading.Event, on_wait=None) -> CallRecord:
+        self.model_gateway()
+        return self._ask_model(call, name, cancel, on_wait)
+
+    def model_gateway(self):
+        """The gateway for the run's model calls, made on first use (with the reply cache when the
+        run has ``cache``)."""
         with self._lock:
             if self._gateway is None:
                 from workbench.services.llm.gateway import Gateway, ResponseCache
 
                 cache = ResponseCache(self._cache_backend) if self.cfg.cache else None
                 self._gateway = Gateway(self.cfg.providers, seed=self.cfg.seed, cache=cache)
-        return self._ask_model(call, name, cancel, on_wait)
+            return self._gateway
+
+    def batched(self, call: AgentCall) -> bool:
+        """The call goes to a provider with ``batch_api``: the runner sends it in its phase's batch."""
+        try:
+            spec = self.cfg.providers.get(self.provider_of(call))
+        except KeyError:
+            return False
+        return bool(spec is not None and spec.batch_api)
 
     # ----- a model's call: sampling, the reply's schema, and the re-ask ------------------------
     def _ask_model(self, call: AgentCall, name: str, cancel: threading.Event, on_wait=None) -> CallRecord:

@@ -51,6 +51,11 @@ def batch_counts(summaries: list[dict]) -> dict:
     counts = {k: sum(s.get(k, 0) or 0 for s in summaries) for k in BATCH_COUNTS}
     missing = counts["votes_invalid"] + counts["votes_failed"]
     counts["missing_share"] = round(missing / counts["votes_expected"], 6) if counts["votes_expected"] else 0.0
+    from workbench.core.protocols.shared.truth import batch_scored
+
+    scored = batch_scored(summaries)  # SPEC §8: a batch over a dataset's items says how it did
+    if scored is not None:
+        counts["scored"] = scored
     return counts
 
 

@@ -138,7 +138,8 @@ def budget_gate(store, run) -> BudgetGate | None:
     from workbench.core.project.spend import batch_spend, run_spend
 
     own, whole = run_budget_of(run), batch_budget_of(store, run.batch_id)
-    if not own and not whole:
+    study = study_budget_of(store, getattr(run, "study_id", None))
+    if not own and not whole and not study:
         return None
     spent = run_spend(store, run.id)
     caps = caps_for(own, spent.tokens, spent.usd)
@@ -146,7 +147,23 @@ def budget_gate(store, run) -> BudgetGate | None:
         others = batch_spend(store, run.batch_id, besides=run.id)
         caps += caps_for(whole, spent.tokens + others.tokens, spent.usd + others.usd, prefix="batch budget",
                          scope="batch")
+    if study:  # SPEC §9: a study's budget caps the whole study, all its runs together
+        from workbench.core.project.spend import study_spend
+
+        others = study_spend(store, run.study_id, besides=run.id)
+        caps += caps_for(study, spent.tokens + others.tokens, spent.usd + others.usd, prefix="study budget",
+                         scope="study")
     return BudgetGate(caps) if caps else None
+
+
+def study_budget_of(store, study_id: str | None) -> dict | None:
+    """A study's cap on all its runs (its file's ``budget``, or what ``rwb study resume`` raised it to)."""
+    if study_id is None:
+        return None
+    from workbench.core.project.studies import get_study
+
+    study = get_study(store, study_id)
+    return (study.document.get("budget") or None) if study is not None else None
 
 
 def check_run_budget(run, cfg) -> None:

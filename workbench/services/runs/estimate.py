@@ -16,7 +16,8 @@ when none is set. The completion side is therefore an upper bound. A simulated c
 simulated panel writes, as the run records them; a person's call counts nothing.
 
 **Cost.** litellm's price map (:mod:`workbench.services.llm.prices`) for each provider's model; a
-model with no price makes the cost unknown (None), never $0.
+model with no price makes the cost unknown (None), never $0. A provider with ``batch_api`` is priced
+at its batch price (SPEC §10): litellm's batch prices where its map has them, else half the price.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from collections import Counter
 from dataclasses import dataclass
 
 from workbench.core.errors import InputError
-from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch
+from workbench.core.protocols.shared.steps import AgentCall, AgentReply
 from workbench.core.runs.config import Budget, RunConfig, protocol_generator
+from workbench.core.runs.drive import drive
 from workbench.core.runs.providers import SIM_MODEL
 
 DEFAULT_COMPLETION_TOKENS = 1024  # a call whose output no cap bounds
@@ -36,7 +38,7 @@ TOKENS_PER_MESSAGE = 4
 MANUAL = "manual"
 METHOD = ("dry run of the protocol's generator on the simulated panel (same seed); prompts at 4 characters "
           f"a token; completions at each call's max_tokens cap ({DEFAULT_COMPLETION_TOKENS} where none is set); "
-          "prices from litellm's price map")
+          "prices from litellm's price map (a batch_api provider's batch price, else half its price)")
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,13 @@ class PlannedCall:
     model: str  # "sim", "manual" or a litellm model string
     prompt_tokens: int
     completion_tokens: int
+    batch: bool = False  # its provider sends it through the batch API (priced at the batch price)
+
+
+def price(model: str, prompt: int, completion: int, batch: bool) -> float | None:
+    from workbench.services.llm import prices
+
+    return prices.batch_cost(model, prompt, completion) if batch else prices.cost(model, prompt, completion)
 
 
 def prompt_tokens(messages) -> int:
@@ -74,61 +83,49 @@ def call_estimate(cfg: RunConfig, call: AgentCall, provider: str) -> tuple[int, 
     if prices.free(model):
         return 0, 0.0
     p, c = prompt_tokens(call.messages), completion_cap(cfg, call, provider)
-    return p + c, prices.cost(model, p, c)
+    return p + c, price(model, p, c, bool(getattr(spec, "batch_api", False)))
 
 
 def plan_calls(cfg: RunConfig) -> list[PlannedCall]:
     """Every call the run would make, from its generator answered by the simulated panel."""
     from workbench.core.sim import SimPanel
-    from workbench.core.sim.persona import SimPersona
     from workbench.services.runs.agents import AgentRouter
 
     router = AgentRouter(cfg)  # only for provider_of: which provider answers a call
-    personas = {}
-    for agent in cfg.agents:
-        try:
-            persona = SimPersona.from_params(agent.params)
-        except InputError:  # a real model's agent may carry parameters sim does not read
-            persona = SimPersona()
-        personas[agent.id] = persona
-        if agent.role:
-            personas.setdefault(agent.role, persona)
-    sim = SimPanel(cfg.seed, personas)
+    sim = SimPanel.for_config(cfg)  # a real model's agent may carry parameters sim does not read
     planned: list[PlannedCall] = []
-    gen = protocol_generator(cfg, run_id="estimate")
-    reply = None
-    try:
-        while True:
-            step = gen.send(reply)
-            if not isinstance(step, Batch):
-                reply = None
-                continue
-            reply = {}
-            for call in step.calls:
-                try:
-                    provider = router.provider_of(call)
-                except KeyError:
-                    provider = MANUAL
-                spec = cfg.providers.get(provider)
-                model = MANUAL if spec is None or spec.model == MANUAL or provider == MANUAL else spec.model
-                answered = sim.answer(call) if model != MANUAL else AgentReply(call.key, None, "a person answers")
-                reply[call.key] = answered
-                if model == SIM_MODEL:
-                    p = int(answered.meta.get("prompt_tokens") or 0)
-                    c = int(answered.meta.get("completion_tokens") or 0)
-                elif model == MANUAL:
-                    p = c = 0
-                else:
-                    p, c = prompt_tokens(call.messages), completion_cap(cfg, call, provider)
-                planned.append(PlannedCall(call.key, call.agent, call.purpose, provider, model, p, c))
-    except StopIteration:
-        pass
+
+    def answer(call: AgentCall) -> AgentReply:
+        try:
+            provider = router.provider_of(call)
+        except KeyError:
+            provider = MANUAL
+        spec = cfg.providers.get(provider)
+        model = MANUAL if spec is None or spec.model == MANUAL or provider == MANUAL else spec.model
+        answered = sim.answer(call) if model != MANUAL else AgentReply(call.key, None, "a person answers")
+        if model == SIM_MODEL:
+            p = int(answered.meta.get("prompt_tokens") or 0)
+            c = int(answered.meta.get("completion_tokens") or 0)
+        elif model == MANUAL:
+            p = c = 0
+        else:
+            p, c = prompt_tokens(call.messages), completion_cap(cfg, call, provider)
+        planned.append(PlannedCall(call.key, call.agent, call.purpose, provider, model, p, c,
+                                   bool(getattr(spec, "batch_api", False))))
+        return answered
+
+    drive(protocol_generator(cfg, run_id="estimate"), answer)
     return planned
 
 
 def estimate(cfg: RunConfig) -> dict:
-    """The run's expected calls, tokens and cost (see the module's docstring)."""
-    return _summarise(plan_calls(cfg), runs=1)
+    """The run's expected calls, tokens and cost (see the module's docstring), with the design
+    guardrails its config shows (SPEC §9: a threshold its votes meet far from its face value)."""
+    from workbench.core.studies.guardrails import threshold_warnings
+
+    out = _summarise(plan_calls(cfg), runs=1)
+    warnings = threshold_warnings(cfg)
+    return {**out, "warnings": warnings} if warnings else out
 
 
 def estimate_document(data: dict) -> dict:
@@ -144,17 +141,17 @@ def estimate_document(data: dict) -> dict:
 
 
 def _summarise(calls: list[PlannedCall], *, runs: int) -> dict:
-    from workbench.services.llm import prices
 
     providers: dict[str, dict] = {}
     for c in calls:
-        p = providers.setdefault(c.provider, {"model": c.model, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+        p = providers.setdefault(c.provider, {"model": c.model, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                                              **({"batch_api": True} if c.batch else {})})
         p["calls"] += 1
         p["prompt_tokens"] += c.prompt_tokens
         p["completion_tokens"] += c.completion_tokens
     unpriced = []
     for p in providers.values():
-        p["cost_usd"] = prices.cost(p["model"], p["prompt_tokens"], p["completion_tokens"])
+        p["cost_usd"] = price(p["model"], p["prompt_tokens"], p["completion_tokens"], bool(p.get("batch_api")))
         if p["cost_usd"] is None:
             unpriced.append(p["model"])
     kinds = Counter(c.model if c.model in (SIM_MODEL, MANUAL) else "model" for c in calls)

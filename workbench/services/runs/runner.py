@@ -20,15 +20,14 @@ from datetime import datetime, timezone
 
 from workbench.core.errors import WorkbenchError
 from workbench.core.limits import MAX_CONCURRENCY
+from workbench.core.project import calls, limit_history, runs
+from workbench.core.project.run_records import CallRecord, clipped, finish_run, prepare_run, record_call, record_calls
+from workbench.core.project.spend import cache_counts, fallback_tokens, run_spend
+from workbench.core.project.store import Store
+from workbench.core.project.validity import degraded_reason, run_validity
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note, read_reply
 from workbench.core.runs.config import RunConfig, parse_run_config, protocol_generator
 from workbench.core.runs.provenance import prompts_for, provenance, stored_prompts, summary_fields
-from workbench.core.project import calls, runs
-from workbench.core.project.run_records import (CallRecord, clipped, finish_run, prepare_run, record_call,
-                                                 record_calls)
-from workbench.core.project.store import Store
-from workbench.core.project.validity import degraded_reason, run_validity
-from workbench.core.project.spend import cache_counts, fallback_tokens, run_spend
 from workbench.services.runs.agents import AgentRouter, ManualAgents, needs_human
 from workbench.services.runs.budget import budget_gate, check_run_budget, describe
 from workbench.services.runs.estimate import call_estimate
@@ -88,11 +87,16 @@ class _CapStop(Exception):
 
 
 class _Stop(Exception):
-    """The run stops here, resumable: cancelled, rate-limited, or waiting for a human."""
+    """The run stops here, resumable: cancelled, rate-limited, waiting for a human, or (detached)
+    waiting for a provider's batch."""
 
-    def __init__(self, message: str, *, for_human: bool = False):
+    def __init__(self, message: str, *, for_human: bool = False, for_batch: bool = False):
         super().__init__(message)
         self.for_human = for_human
+        self.for_batch = for_batch
+
+
+WAITING = "waiting"  # a summary's status while the run waits for a provider's batch (SPEC §10)
 
 
 def new_run_id(protocol: str) -> str:
@@ -123,8 +127,12 @@ class Runner:
     def __init__(self, store: Store, *, gateway=None, manual: ManualAgents | None = None,
                  on_progress: Callable[[RunProgress], None] | None = None,
                  cancel: threading.Event | None = None, max_workers: int = 16,
-                 on_call: Callable[[CallEvent], None] | None = None, pace: Pacer | None = None):
+                 on_call: Callable[[CallEvent], None] | None = None, pace: Pacer | None = None,
+                 detach: bool = False, batch_sleep=None):
         self.store = store
+        # Detached (``rwb run --detach``): once a phase's provider batch is out, the run stops
+        # "waiting" instead of polling it to its end; ``batch_sleep`` waits between polls (tests).
+        self.detach, self.batch_sleep = detach, batch_sleep
         self.pace = pace  # a room's pace for a simulated run (services.runs.pace); None: as fast as possible
         self.gateway = gateway  # a services.llm.Gateway; made from the config when None
         self.manual = manual
@@ -135,14 +143,15 @@ class Runner:
 
     # ----- creating and running --------------------------------------------------------------
     def create(self, cfg: RunConfig, *, label: str = "", batch_id: str | None = None,
-               replicate: int | None = None, estimate: bool = True) -> str:
+               replicate: int | None = None, estimate: bool = True, study: tuple[str, str, str] | None = None) -> str:
+        """A new run, resumable until it ends; ``study``: the (study id, arm, item) it belongs to."""
         cfg = with_findings(self.store, cfg)
         prompts, prompt_set = self._new_prompts(cfg)
         run_id = new_run_id(cfg.protocol)
         runs.create_run(self.store, run_id=run_id, protocol=cfg.protocol,
                         label=label or cfg.label or cfg.query[:60],
                         config=cfg.model_dump(mode="json", by_alias=True), seed=cfg.seed, dispatch=cfg.dispatch,
-                        simulated=cfg.simulated, batch_id=batch_id, replicate=replicate)
+                        simulated=cfg.simulated, batch_id=batch_id, replicate=replicate, study=study)
         runs.set_provenance(self.store, run_id, provenance(cfg, prompts, prompt_set))
         if estimate and not cfg.simulated:  # a simulated run is its own estimate: not dry-run twice
             _store_estimate(self.store, run_id, cfg)
@@ -210,7 +219,8 @@ class Runner:
 
             backend = ProjectCacheBackend(store, seed=cfg.seed, replicate=run.replicate, run_id=run_id)
         router = AgentRouter(cfg, gateway=self.gateway, manual=self.manual, cache_backend=backend)
-        status, error, summary, waiting_for_human = "completed", None, {}, False
+        self._limits = _LimitTracker(router)
+        status, error, summary, waiting_for_human, waiting_for_batch = "completed", None, {}, False, False
         if self.pace is not None:  # a run that calls a real model is never slowed
             self.pace.begin(simulated=cfg.simulated)
         try:
@@ -222,7 +232,7 @@ class Runner:
             status, error = "stopped_at_cap", str(stop)
         except _Stop as stop:
             status, error = "interrupted", str(stop)
-            waiting_for_human = stop.for_human
+            waiting_for_human, waiting_for_batch = stop.for_human, stop.for_batch
         except WorkbenchError as exc:
             status, error = "failed", str(exc)
         except Exception as exc:  # a bug or an unexpected provider failure: recorded, not lost
@@ -247,6 +257,9 @@ class Runner:
                    "duration_s": round(duration, 3), "resumed_calls": self._resumed}
         if self._replay_from is not None:
             summary["missing_replies"] = self._missing
+        concurrency = limit_history.run_summary(store, run_id)
+        if concurrency:  # each deployment's adaptive limit over the run (SPEC §10)
+            summary["concurrency"] = concurrency
         if self._budget:  # which caps held, what was spent against them, and the one reached
             summary["budget"] = {**self._budget.summary(), "spend": run_spend(store, run_id).to_dict()}
         if cfg.cache:
@@ -255,6 +268,12 @@ class Runner:
             summary["cache_hit_rate"] = round(hits / model_calls, 4) if model_calls else None
         if waiting_for_human:  # the CLI's exit code and message tell the person what to do
             summary["waiting_for_human"] = True
+        if waiting_for_batch:  # stored as interrupted (resumable), shown and reported as waiting
+            from workbench.core.project import batch_jobs
+
+            summary["status"] = WAITING
+            summary["waiting_for_batch"] = [{k: j.get(k) for k in ("id", "provider", "status", "counts", "phase")}
+                                            for j in batch_jobs.open_jobs(store, run_id)]
         runs.end_run(store, run_id, status, error=error, summary=summary)
         return summary
 
@@ -268,7 +287,10 @@ class Runner:
                     batch_index += 1
                     round_id = runs.ensure_round(self.store, self._run_id, batch_index, step.label)
                     self._round = (batch_index, step.label)
-                    reply = self._perform(step, round_id, router)
+                    try:
+                        reply = self._perform(step, round_id, router)
+                    finally:  # the limit's history of the phase, however it ended
+                        self._limits.flush(self.store, self._run_id, round_id)
                     runs.complete_round(self.store, round_id)
                 else:
                     self._note(step)
@@ -301,6 +323,7 @@ class Runner:
                     kept.append(replace(rec, reply=read_reply(rec.call, rec.reply, _reader(rec.call, self._cfg))))
             for rec, call_id in zip(kept, self._record(round_id, kept)):
                 account(rec, call_id)
+            self._limits.flush(self.store, self._run_id, round_id)
 
         def account(rec: CallRecord, call_id: int) -> None:
             self._call_finished(rec, call_id)
@@ -321,6 +344,10 @@ class Runner:
             for call in todo:
                 finished(self._replayed(call))
             todo = []
+        batched = [call for call in todo if router.batched(call)]  # sent as provider batches, below
+        if batched:
+            keys = {call.key for call in batched}
+            todo = [call for call in todo if call.key not in keys]
         if todo and self.pace is not None and not self.pace.before_phase(self.cancel, lambda: self._held(batch.label)):
             raise _Stop("cancelled by the user; resume it to finish")
 
@@ -367,6 +394,8 @@ class Runner:
                     if self.cancel.is_set():
                         for future in pending:
                             future.cancel()
+        if batched and not self.cancel.is_set():
+            self._send_batched(batched, round_id, batch.label, router, finished)
         if self.cancel.is_set():
             raise _Stop("cancelled by the user; resume it to finish")
         if self._budget and self._budget.reached is not None:
@@ -376,6 +405,24 @@ class Runner:
             raise _Stop(f"{pause[0]}; {missing} call(s) of this step can be resumed",
                         for_human=pause[0] == WAITING_FOR_HUMAN)
         return replies
+
+    def _send_batched(self, calls: list[AgentCall], round_id: int, label: str, router: AgentRouter,
+                      finished: Callable[..., None]) -> None:
+        """The phase's calls to providers with ``batch_api``, as provider batches (SPEC §10)."""
+        from workbench.services.runs.batch_phase import BatchFailed, BatchPhase, Stopped, Waiting
+
+        phase = BatchPhase(self.store, self._run_id, round_id, self._cfg, router.model_gateway(), router.provider_of,
+                           cancel=self.cancel, note=self._note, sleep=self.batch_sleep, detach=self.detach,
+                           round_label=label, budget=self._budget)
+        try:
+            phase.run(calls, finished)
+        except Waiting as waiting:
+            raise _Stop(f"waiting for the provider's batch ({waiting}); rwb resume {self._run_id} collects it",
+                        for_batch=True) from None
+        except Stopped as stopped:
+            raise _Stop(str(stopped)) from None
+        except BatchFailed as failed:
+            raise _Stop(f"{failed}; rwb resume {self._run_id} tries again") from None
 
     def _record(self, round_id: int, recs: list[CallRecord]) -> list[int]:
         """Store calls that ended together in one transaction. Should that fail, each is stored
@@ -495,8 +542,10 @@ class Runner:
         spent = cap.spent_before + gate.spent[cap.kind]
         flag = "--max-tokens N" if cap.kind == "tokens" else "--max-usd X"
         target = self._batch_id_of() if cap.scope == "batch" else self._run_id
+        if cap.scope == "study":  # the study's own cap (SPEC §9): the study is resumed whole
+            target = f"study resume {runs.get_run(self.store, self._run_id).study_id}"
         return (f"stopped at its cap, {describe(cap, spent)}; {missing} call(s) of this step not sent; "
-                f"rwb resume {target} {flag} with a higher cap continues it")
+                f"rwb {'' if cap.scope == 'study' else 'resume '}{target} {flag} with a higher cap continues it")
 
     def _batch_id_of(self) -> str:
         run = runs.get_run(self.store, self._run_id)
@@ -505,6 +554,28 @@ class Runner:
     def _counts(self, run_id: str) -> dict:
         c = calls.counts(self.store, run_id)
         return {"calls": c.calls, "failed_calls": c.failed, "invalid_calls": c.invalid}
+
+
+class _LimitTracker:
+    """Moves the gateway's adaptive-limit events (and 429 counts) into the round they happened in."""
+
+    def __init__(self, router: AgentRouter):
+        self.router = router
+        self.seen = 0  # events of the gateway's history already stored
+        self.refusals: dict[str, int] = {}  # each limit's 429 count when last stored
+
+    def flush(self, store: Store, run_id: str, round_id: int) -> None:
+        gateway = self.router.gateway
+        history = getattr(gateway, "limit_history", None)
+        if history is None:  # the simulated panel, a stub gateway, or no model call yet
+            return
+        events = [e.to_dict() for e in history.since(self.seen)]
+        counts = {key: limit.refusals for key, limit in getattr(gateway, "adaptive", {}).items()}
+        new = {key: n - self.refusals.get(key, 0) for key, n in counts.items()}
+        if events or any(new.values()):
+            limit_history.record(store, run_id, round_id, events, new)
+        self.seen += len(events)
+        self.refusals = counts
 
 
 def _completed_calls(store: Store, run_id: str) -> dict[str, AgentReply]:

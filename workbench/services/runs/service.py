@@ -40,10 +40,10 @@ from workbench.services.runs.pace import Pacer
 from workbench.services.workers import JobError, Worker, WorkerPool
 
 if TYPE_CHECKING:
-    from workbench.core.runs.config import RunConfig
     from workbench.core.project.store import Store
-    from workbench.services.runs.agents import ManualAgents
+    from workbench.core.runs.config import RunConfig
     from workbench.services.project_model import ProjectModel
+    from workbench.services.runs.agents import ManualAgents
     from workbench.services.runs.runner import CallEvent, RunProgress
 
 # How a batch ends: the run status that wins over its runs' (SPEC §6's order, 4 before 3 before 1).
@@ -115,7 +115,6 @@ class RunService(QObject):
         def prepare(store: Store, runner) -> str:
             from workbench.core.project import runs
             from workbench.core.project.panel import run_config_from_project
-
             from workbench.services.runs.estimate import check_budget
             from workbench.services.runs.preflight import preflight
 
@@ -257,7 +256,7 @@ class RunService(QObject):
                     return work(store, runner)
                 run_id = prepare(store, runner)
                 self._emit(self._created, run_id)
-                return runner.execute(run_id)
+                return _with_run_row(store, runner.execute(run_id))
             finally:
                 store.close_connection()
 
@@ -360,3 +359,17 @@ class RunService(QObject):
         self._run_id = None
         self._batch_id = None
         self.running_changed.emit(False)
+
+
+def _with_run_row(store: Store, summary: object) -> object:
+    """The summary with the run's row beside it (``run``: label, protocol, status, start), read on
+    the run's thread: the window names a finished run as every list does, never by its id."""
+    if not isinstance(summary, dict) or not summary.get("run_id"):
+        return summary
+    from workbench.core.project.runs import get_run
+
+    row = get_run(store, summary["run_id"])
+    if row is None:
+        return summary
+    return {**summary, "run": {"label": row.label, "protocol": row.protocol, "status": row.status,
+                               "started_at": row.started_at, "simulated": row.simulated}}

@@ -60,7 +60,7 @@ class BuildResult:
     runs: list[str] = field(default_factory=list)
 
 
-STEP_KINDS = ("run", "review_findings", "import_arm", "audit_notes")
+STEP_KINDS = ("run", "study", "review_findings", "import_arm", "audit_notes")
 
 
 def load_manifest(folder: Path | None = None) -> list[Sample]:
@@ -102,7 +102,8 @@ def _sample_runner(store: Store, prefix: str, counter: Iterator[int], manual=Non
 
     class SampleRunner(Runner):
         # Runner.create with the id given; the rest is Runner.create's own bookkeeping.
-        def create(self, cfg, *, label: str = "", batch_id: str | None = None, replicate: int | None = None) -> str:
+        def create(self, cfg, *, label: str = "", batch_id: str | None = None, replicate: int | None = None,
+                   study: tuple[str, str, str] | None = None) -> str:
             from workbench.services.runs.runner import with_findings
 
             cfg = with_findings(self.store, cfg)
@@ -111,7 +112,7 @@ def _sample_runner(store: Store, prefix: str, counter: Iterator[int], manual=Non
                                 label=label or cfg.label or cfg.query[:60],
                                 config=cfg.model_dump(mode="json", by_alias=True), seed=cfg.seed,
                                 dispatch=cfg.dispatch, simulated=cfg.simulated, batch_id=batch_id,
-                                replicate=replicate)
+                                replicate=replicate, study=study)
             return run_id
 
     return SampleRunner(store, manual=manual)
@@ -134,16 +135,17 @@ def populate_sample(store: Store, sample: Sample, *, folder: Path | None = None,
 
     from workbench.core.project import runs as run_rows
     from workbench.core.runs.batch import expand_batch, is_batch
-    from workbench.core.runs.config import parse_run_config
+    from workbench.core.runs.config import parse_run_config, with_files_read
     from workbench.services.runs.agents import DecisionsFile
     from workbench.services.runs.preflight import preflight
 
     folder = folder or samples_dir()
     prefix = prefix or sample.name
-    counter, batches, made = count(1), count(1), []
+    counter, batches, studies, made = count(1), count(1), count(1), []
     for step in sample.steps:
         if "run" in step:
-            data = _read_json(folder / step["run"])
+            # as rwb run reads it: the files it names (a dataset, a template) read beside it
+            data = with_files_read(_read_json(folder / step["run"]), folder)
             manual = None
             if "decisions" in step:
                 decisions = _read_json(folder / step["decisions"])
@@ -167,6 +169,9 @@ def populate_sample(store: Store, sample: Sample, *, folder: Path | None = None,
                     raise WorkbenchError(f"sample {sample.name}: {step['run']} ended {summary.get('status')}: "
                                          f"{summary.get('error') or 'see the run'}")
             made += ids
+        elif "study" in step:
+            made += _populate_study(store, sample, step, folder, prefix, _sample_runner(store, prefix, counter),
+                                    next(studies))
         elif "review_findings" in step:
             from workbench.core.project import finding_review
 
@@ -183,6 +188,31 @@ def populate_sample(store: Store, sample: Sample, *, folder: Path | None = None,
         elif "audit_notes" in step:
             _add_audit_notes(store, made, _read_json(folder / step["audit_notes"]))
     return made
+
+
+def _populate_study(store: Store, sample: Sample, step: dict, folder: Path, prefix: str, runner, n: int) -> list[str]:
+    """``{"study": FILE, "replicates": R, "items": N}``: run a study file (``rwb study run``), with at
+    most ``replicates`` replicates and its dataset's first ``items`` items when given, so the sample
+    project stays small while the file itself is the whole study."""
+    from workbench.core.project.studies import study_runs
+    from workbench.core.studies.spec import parse_study, read_study_file
+    from workbench.services.runs.studies import StudyRunner
+    from workbench.services.runs.study_checks import design_warnings
+
+    data = read_study_file(folder / step["study"])
+    # Sequential dispatch, as every sample's (two builds write the same rows in the same order).
+    data["base"] = {**data["base"], "dispatch": "sequential"}
+    if "replicates" in step:
+        data["replicates"] = min(int(step["replicates"]), int(data.get("replicates", 1)))
+    if "items" in step and isinstance(data.get("items"), list):
+        data["items"] = data["items"][:int(step["items"])]
+    study = parse_study(data)
+    runner = StudyRunner(store, runner)
+    study_id = runner.create(study, study_id=f"{prefix}-study-{n}", warnings=design_warnings(study))
+    summary = runner.run(study_id)
+    if summary["status"] != "completed":
+        raise WorkbenchError(f"sample {sample.name}: {step['study']} ended {summary['status']}")
+    return [r.id for r in study_runs(store, study_id)]
 
 
 def _add_audit_notes(store: Store, run_ids: list[str], notes: dict) -> None:
@@ -291,7 +321,10 @@ def demo_sources(folder: Path | None = None) -> list[Path]:
     files = {folder / MANIFEST}
     for sample in load_manifest(folder):
         for step in sample.steps:
-            for key in ("run", "decisions", "review_findings", "audit_notes"):
+            for key in ("run", "study", "decisions", "review_findings", "audit_notes"):
                 if key in step:
                     files.add(folder / step[key])
+            if "study" in step:  # its base and its dataset
+                data = _read_json(folder / step["study"])
+                files.update(folder / data[key] for key in ("base", "dataset") if isinstance(data.get(key), str))
     return sorted(files)

@@ -22,9 +22,26 @@ import threading
 from dataclasses import dataclass
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout,
-                               QFrame, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QRadioButton,
-                               QScrollArea, QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QFrame,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QRadioButton,
+    QScrollArea,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from workbench.core.errors import InputError
 from workbench.core.limits import MAX_CONCURRENCY, MAX_RETRIES, MAX_RPM, MAX_TIMEOUT_S
@@ -277,7 +294,11 @@ class ProviderDialog(QDialog):
         """The form never shorter than its wrapped notes need at its width: it scrolls instead (a
         scroll area sizes its widget by its minimum size, which leaves the wrapping out)."""
         if self.body.hasHeightForWidth():
-            self.body.setMinimumHeight(self.body.heightForWidth(self.scroll.viewport().width()))
+            # Never below the layout's own minimum either: the wrapped height at a width the
+            # scroll bar has just narrowed can come out a few pixels short, and the key's fields
+            # were then drawn squashed.
+            self.body.setMinimumHeight(max(self.body.heightForWidth(self.scroll.viewport().width()),
+                                           self.body.layout().minimumSize().height()))
 
     def _fit_to_screen(self) -> None:
         width = max(self.width(), PREFERRED_WIDTH, self.body.minimumSizeHint().width()
@@ -380,7 +401,7 @@ class ProviderDialog(QDialog):
         field; else only a field the person has edited)."""
         from workbench.core.project.panel_edits import check_provider_record
 
-        for f, label in self.messages.items():
+        for label in self.messages.values():
             label.show_message(None)
         for widget in (self.name, self.model, self.api_base, self.key_env, self.key):
             mark(widget, None)

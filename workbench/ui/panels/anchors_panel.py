@@ -17,8 +17,22 @@ import html
 import threading
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
-                               QSplitter, QTableWidget, QTableWidgetItem, QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from workbench.core.project.changes import Changes
 from workbench.core.project.echo_view import AgentEcho, EchoView
@@ -589,5 +603,5 @@ class EventLog(QTableWidget):
     def count(self) -> int:
         return self.rowCount()
 
-    def item(self, row: int, column: int = 0):  # noqa: D102
+    def item(self, row: int, column: int = 0):  # noqa: D102 — QTableWidget's item(), the list's own call
         return super().item(row, column)

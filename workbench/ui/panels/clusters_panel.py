@@ -24,13 +24,27 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QAction, QColor
-from PySide6.QtWidgets import (QCheckBox, QFrame, QHBoxLayout, QLabel, QLineEdit, QMenu, QScrollArea,
-                               QSplitter, QStackedWidget, QTabWidget, QToolBar, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QScrollArea,
+    QSplitter,
+    QStackedWidget,
+    QTabWidget,
+    QToolBar,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from workbench.services.project_model import ProjectModel
 from workbench.ui.clusters_edits import ClustersEdits
-from workbench.ui.panels.clusters_actions import ClustersActions
 from workbench.ui.panels.base import Panel
+from workbench.ui.panels.clusters_actions import ClustersActions
 from workbench.ui.panels.dock_room import RoomWatch, room
 from workbench.ui.undo import EditQueue
 from workbench.ui.widgets.agent_editor import AgentEditor
@@ -107,9 +121,8 @@ class ClustersPanel(ClustersActions, Panel):
         self.tabs = _Tabs(self)
         self.tabs.setDocumentMode(True)
         self.tabs.addTab(self._build_panel_tab(), "Panel")
-        from workbench.ui.widgets.providers_view import ProvidersView
-
         from workbench.ui.widgets.provider_health import ProviderHealth
+        from workbench.ui.widgets.providers_view import ProvidersView
 
         self.providers_view = ProvidersView(self)
         # Provider health (issue 19) below the list: it reads calls and votes on its own Reader,

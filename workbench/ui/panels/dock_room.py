@@ -22,8 +22,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt
-from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QScrollArea, QSplitter, QTableView,
-                               QTreeView, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QScrollArea,
+    QSplitter,
+    QTableView,
+    QTreeView,
+    QWidget,
+)
 
 from workbench.ui import theme
 

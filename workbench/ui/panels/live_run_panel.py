@@ -12,10 +12,22 @@ for the run in progress, from the service's live call events.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 
 from PySide6.QtCore import QEvent, QItemSelectionModel, Qt
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QMenu, QPushButton, QSizePolicy,
-                               QSplitter, QTabWidget, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QPushButton,
+    QSizePolicy,
+    QSplitter,
+    QTabWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from workbench.core.protocols.shared.steps import AgentCall
 from workbench.services.project_model import ProjectModel
@@ -23,16 +35,28 @@ from workbench.services.reads import Reader
 from workbench.services.runs.manual_agents import QtManualAgents
 from workbench.services.runs.service import RunService
 from workbench.ui.panels.base import Panel
-from workbench.ui.widgets.contained import Contained
+from workbench.ui.plots.limit_plot import LimitPlot
 from workbench.ui.widgets.call_detail import CallDetailView
 from workbench.ui.widgets.config_source import ConfigSource
+from workbench.ui.widgets.contained import Contained
 from workbench.ui.widgets.escalation_form import EscalationForm, context_html
 from workbench.ui.widgets.manual_prompt import ManualPromptBox, escape_html
 from workbench.ui.widgets.record_table import RecordTable
 from workbench.ui.widgets.run_config_editor import RunConfigEditor
-from workbench.ui.widgets.run_status import (RUN_STATUS, SIM_BADGE, SIM_NOTE, WAITING, ElidedRichLabel, RunBadge,
-                                             ballots_html, decorate_run, live_row, progress_text, run_row)
 from workbench.ui.widgets.run_names import run_titles
+from workbench.ui.widgets.run_status import (
+    RUN_STATUS,
+    SIM_BADGE,
+    SIM_NOTE,
+    WAITING,
+    ElidedRichLabel,
+    RunBadge,
+    ballots_html,
+    decorate_run,
+    live_row,
+    progress_text,
+    run_row,
+)
 from workbench.ui.widgets.run_timeline import AMBER, GREY, RED, RunTimeline, call_row, tone
 from workbench.ui.widgets.status import QuietProgressBar
 
@@ -53,7 +77,8 @@ class LiveRunPanel(Panel):
     SUMMARY = "Configure, start, watch, cancel and resume protocol runs call by call, and answer the calls you play."
     TABLES = ("runs", "rounds", "llm_calls", "votes", "cons_ballots", "finding_votes", "traces",
               "protocol_configs", "cons_questions", "cons_escalations", "cons_conflicts", "batches",
-              "settings")  # the project's tau, theta and weighting, which its configurations follow
+              "settings",  # the project's tau, theta and weighting, which its configurations follow
+              "prompt_sets")  # the sets a configuration may pick (Configure ▸ Prompts)
 
     def __init__(self, model: ProjectModel, parent: QWidget | None = None):
         super().__init__(model, parent)
@@ -61,6 +86,7 @@ class LiveRunPanel(Panel):
         self.manual: QtManualAgents | None = None
         self.history = None  # the window's QUndoStack (runs themselves are not undoable)
         self._shown_run: str | None = None  # whose calls the timeline shows
+        self._made_with: tuple[str | None, str] = (None, "")  # (run, its prompt set), if it named one
         self._run_rows: list[dict] = []
         self._configs: list[tuple[int, str]] = []
         self._counts: dict = {}  # run id -> CallCounts, re-read only for the runs that changed
@@ -235,6 +261,8 @@ class LiveRunPanel(Panel):
         self.escalation_form.decided.connect(self._on_record_decision)
         self.detail_tabs.addTab(self.call_view, "Call")
         self.detail_tabs.addTab(self.escalation_form, "Escalation")
+        self.limit_plot = LimitPlot(self)  # each deployment's concurrency limit, for a run that has one
+        self.limit_plot.attach(self.detail_tabs)
         self.inspect_button = QToolButton(self)
         self.inspect_button.setText("Open in Trace Inspector")
         self.inspect_button.setToolTip("Show the selected call (or, with none, the run) in the Trace Inspector, "
@@ -304,8 +332,9 @@ class LiveRunPanel(Panel):
         """Runs with their call counts and batches, the saved configurations, and the shown
         run's calls. A run that has ended has its counts in its summary; the others are
         counted, and only when a change touched them (or on a full read)."""
-        from workbench.core.project import calls, panel, run_configs, runs
+        from workbench.core.project import calls, limit_history, panel, prompt_sets, run_configs, runs
         from workbench.core.project.panel_edits import panel_settings
+        from workbench.ui.widgets.run_config_editor import protocol_choices  # the registry, read off the GUI thread
 
         listed = runs.run_list(store)
         going = [r.id for r in listed if r.calls is None]
@@ -322,12 +351,22 @@ class LiveRunPanel(Panel):
         for row, name in zip(rows, run_titles(listed, status=False, sim=False)):  # two alike told apart
             row["name"] = name
         shown = self._shown_run
-        log = [call_row(c) for c in calls.run_log(store, shown)] if any(r.id == shown for r in listed) else []
-        return _LiveView(panel.saved_configs(store), rows, counts, shown, log, panel_settings(store))
+        log, made_with, limits = [], "", None
+        if any(r.id == shown for r in listed):
+            templates = prompt_sets.run_templates(store, shown, with_calls=True)
+            log = [{**call_row(c), "template": _template_cell(templates.call_origin(c.id))}
+                   for c in calls.run_log(store, shown)]
+            made_with = templates.set_text()
+            limits = limit_history.chart(store, shown)
+        return _LiveView(panel.saved_configs(store), rows, counts, shown, log, panel_settings(store),
+                         prompt_sets.all_sets(store), made_with, protocol_choices(), limits)
 
     def apply(self, view: _LiveView) -> None:
         self._counts = view.counts
+        self._made_with = (view.shown_run, view.made_with)
+        self.editor.set_protocols(view.protocols)
         self.editor.set_project_settings(view.settings)
+        self.editor.set_prompt_sets(view.prompt_sets)
         configs = [(c.id, f"{c.name} ({c.protocol.upper()})") for c in view.configs]
         if configs != self._configs:
             self._fill_configs(configs)
@@ -343,6 +382,7 @@ class LiveRunPanel(Panel):
                 self.select_run(keep)
         if view.shown_run == self._shown_run:
             self._show_calls(view.calls)
+            self.limit_plot.set_chart(view.shown_run, view.limits)
         else:
             self.request()  # the selection moved while this was read
         self.content.show()
@@ -361,6 +401,7 @@ class LiveRunPanel(Panel):
         self.config_combo.clear()
         self.runs_table.set_rows([])
         self.timeline.clear()
+        self.limit_plot.set_chart(None, None)
         self.call_view.show_detail(None)
         self.escalation_form.set_view(None)
         self.prompt_box.clear_all()
@@ -420,8 +461,10 @@ class LiveRunPanel(Panel):
         self.badge.set_status(run["status"])
         batch = "batch" if run.get("batch_id") else ""
         reason = run["error"] if run["error"] and run["status"] != "completed" else ""
+        made_run, made_with = self._made_with
+        made_with = f" · ✎ {escape_html(made_with)}" if made_with and made_run == run_id else ""
         self.calls_heading.setText(
-            f"{len(rows)} call(s)" + (f", {flying} in flight" if flying else "")
+            f"{len(rows)} call(s)" + made_with + (f", {flying} in flight" if flying else "")
             + (f", <span style='color:{tone(AMBER)}'>⧗ {held} waiting to retry</span>" if held else "")
             + (f", <span style='color:{GREY}'>{grey} invalid or failed (grey)</span>" if grey else "")
             + (f"<br><span style='color:{tone(RED)}'>{escape_html(reason)}</span>" if reason else ""))
@@ -487,18 +530,22 @@ class LiveRunPanel(Panel):
 
         def read(_cancel):
             from workbench.core.project.calls import call_detail
+            from workbench.core.project.prompt_sets import call_origin
 
-            return call_detail(reading, call_id)
+            return call_detail(reading, call_id), call_origin(reading, call_id)
 
-        self._detail.load(read, self.call_view.show_detail, cleanup=reading.close_connection,
+        self._detail.load(read, lambda got: self.call_view.show_detail(got[0], origin=got[1]),
+                          cleanup=reading.close_connection,
                           on_failed=lambda e: self.call_view.show_detail(None, f"Could not read the call: {e.message}"))
 
     def _read_escalation(self, run: dict) -> None:
         reading = self._reading
-        if reading is None or run["protocol"] != "cons":
+        if reading is None:
             self._escalation_view = None
             self.escalation_form.set_view(None)
             return
+        # Any run: the view is None unless the run put a question to a conductor (a CONS question
+        # record), whatever protocol it is of.
         run_id = run["id"]
 
         def read(_cancel):
@@ -747,7 +794,8 @@ class LiveRunPanel(Panel):
         text = f"{escape_html(progress_text(p, eta=not waiting))}"
         if getattr(p, "cache_calls", None):  # the reply cache's hits in this session
             text += f", cache {p.cache_hits}/{p.cache_calls} hits"
-        if p.message.startswith((WAIT_MARK, PAUSE_MARK)):  # a call waits for its retry, a phase for Next
+        # A call waits for its retry, a phase for Next, or for its provider batch (with the provider's counts).
+        if p.message.startswith((WAIT_MARK, PAUSE_MARK)) or p.phase == "batch":
             text += f" — <span style='color:{tone(AMBER)}'>{escape_html(p.message)}</span>"
         text += f"{waiting} · {batch}<b>{escape_html(p.phase or 'Running')}</b>"
         self.progress_label.setText(text)
@@ -863,9 +911,11 @@ class LiveRunPanel(Panel):
             if decided is None or self.model.store is None:
                 continue
             choice, option, reason = decided
+            # Every value bound now: the write runs later, after this loop has moved to the next
+            # run of a batch (late binding gave each run the last run's decision).
             self.model.write("record the conductor's decision",
-                             lambda store, r=run_id: record_decision(store, r, choice=choice, option=option or None,
-                                                                     reason=reason))
+                             lambda store, r=run_id, c=choice, o=option, why=reason: record_decision(
+                                 store, r, choice=c, option=o or None, reason=why))
 
 
 class _Content(QWidget):
@@ -885,4 +935,15 @@ class _LiveView:
     shown_run: str | None
     calls: list  # timeline rows (dicts) of the shown run's stored calls
     settings: dict | None = None  # the project's tau, theta and weighting (panel_edits.panel_settings)
+    prompt_sets: list = dc_field(default_factory=list)  # the project's (prompt_sets.all_sets), for the picker
+    made_with: str = ""  # the shown run's prompt set ("prompt set strict @9f8e7d6c"), if it named one
+    protocols: list = dc_field(default_factory=list)  # (name, label) of every runnable protocol
+    limits: object = None  # the shown run's limit_history.chart (None: it has no limit history)
+
+
+def _template_cell(origin) -> str:
+    """A call's template in the call list: its step and hash, ✎ when it is not the default."""
+    if origin is None:
+        return ""
+    return f"{origin.step or '?'} @{origin.sha256[:8]}" + ("" if origin.source == "default" else " ✎")
 

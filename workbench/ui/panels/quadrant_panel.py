@@ -10,7 +10,11 @@ live what-if over the stored votes.
   labelled variant (``classification_variants``) and leaves the run untouched;
 - artifacts with no vote cast are listed apart with why, never drawn (SPEC §1);
 - hover shows an artifact; a click opens it in the Trace Inspector; accelerators and mitigators
-  have their own markers; refinement rounds' movers get an arrow from round k to round k + 1.
+  have their own markers; refinement rounds' movers get an arrow from round k to round k + 1;
+- a run whose question has a known answer (SPEC §8): each point marked correct, incorrect or
+  unscorable (a shape, never a colour), and an "Accuracy" tab beside the chart with each tier's
+  accuracy under the classification shown (the what-if's too) and the AUROC of the resonance score
+  against correctness; a run with no known answer shows neither.
 
 pyqtgraph is imported when a plot is first shown, never at start-up.
 """
@@ -21,14 +25,32 @@ import threading
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, QTimer
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout,
-                               QLabel, QPushButton, QScrollArea, QSizePolicy, QSlider, QSplitter, QStackedWidget,
-                               QTabWidget, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QSlider,
+    QSplitter,
+    QStackedWidget,
+    QTabWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from workbench.core.project import quadrant
 from workbench.core.project.changes import Changes
 from workbench.core.project.refs import RecordRef
 from workbench.core.project.store import Store
+from workbench.core.protocols.shared.tiers import TIERS as TIER_NAMES
+from workbench.core.protocols.shared.tiers import label as tier_label
 from workbench.services.project_model import ProjectModel
 from workbench.ui.panels.base import Panel
 from workbench.ui.panels.dock_room import RoomWatch, room, unwrap_summary, wrapped
@@ -36,11 +58,11 @@ from workbench.ui.widgets.record_table import RecordTable
 
 KEEP = object()  # a read that left the run's arrays as they were
 THROTTLE_MS = 30  # slider moves re-classify at most this often
-TIER_NAMES = ("positive_consensus", "positive_polar", "negative_polar", "negative_consensus")
 CHANGE_COLUMNS = (("key", "Artifact"), ("round", "Round"), ("author", "Author"), ("from", "From"), ("to", "To"))
 UNCLASSIFIED_COLUMNS = (("key", "Artifact"), ("round", "Round"), ("author", "Author"), ("why", "Why"))
 VARIANT_COLUMNS = (("label", "Label"), ("round", "Round"), ("settings", "Settings"), ("artifacts", "Artifacts"),
                    ("created_at", "Saved"))
+ACCURACY_COLUMNS = (("tier", "Tier"), ("scored", "Scored"), ("correct", "Correct"), ("accuracy", "Accuracy"))
 MAX_LISTED = 2000
 SIDE_MAX_PX = 460  # the what-if's width beside the chart (at the normal type size)
 SIDE_MARGIN_PX = 60  # the splitter's handle and the panel's margins
@@ -51,14 +73,8 @@ RESTYLE_EVENTS = (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChang
                   QEvent.Type.ApplicationFontChange)
 
 
-SHORT = {"positive_consensus": "pos. consensus", "positive_polar": "pos. polar", "negative_polar": "neg. polar",
-         "negative_consensus": "neg. consensus"}
-
-
 def _tier_text(tier: str, short: bool = False) -> str:
-    from workbench.ui.plots.style import TIER_GLYPHS, TIER_LABELS  # no pyqtgraph: style imports it lazily
-
-    return f"{TIER_GLYPHS.get(tier, '')} {(SHORT if short else TIER_LABELS).get(tier, tier)}"
+    return tier_label(tier, short)
 
 
 class WhatIf(QGroupBox):
@@ -178,6 +194,7 @@ class QuadrantPanel(Panel):
         self._loaded_run: str | None = None
         self._touched = False
         self._round_chosen = False
+        self._new_run = False  # the data just set is a new run's (it opens on its accuracy)
         self._runs: list[quadrant.RcpRunRow] = []
         self.quadrant_plot = None  # created when first shown (pyqtgraph is imported then)
         self.ratio_plot = None
@@ -272,6 +289,11 @@ class QuadrantPanel(Panel):
         self.tabs.addTab(self.changes_table, "Tier changes")
         self.tabs.addTab(self.unclassified_table, "Unclassified")
         self.tabs.addTab(self.variants_table, "Saved")
+        # Against a known answer only: a tab after the others, there while the run has one.
+        self.accuracy_table = RecordTable(ACCURACY_COLUMNS, "Filter tiers…", self.tabs)
+        self.accuracy_table.setObjectName("quadrantAccuracy")
+        self.accuracy_table.hide()
+        self.accuracy = None  # shared.truth.TierAccuracy of the points shown, None without a known answer
         side_layout.addWidget(self.tabs, 3)
         self.splitter.addWidget(left)
         self.splitter.addWidget(side)
@@ -347,6 +369,7 @@ class QuadrantPanel(Panel):
             self.stack.setCurrentWidget(self.placeholder)
             for table in (self.changes_table, self.unclassified_table):
                 table.set_rows([])
+            self._show_accuracy(None, False)
             self.info.setText("")
             return
         self.baseline = baseline if baseline is not None else quadrant.classify(data)
@@ -359,6 +382,7 @@ class QuadrantPanel(Panel):
             self.whatif.show_settings(data.settings, config_weights)
         self.whatif.setEnabled(True)
         self._fill_rounds(data, new_run)
+        self._new_run = new_run  # a new run with a known answer opens on its accuracy
         self._reclassify()
 
     def _fill_rounds(self, data: quadrant.VoteData, new_run: bool) -> None:
@@ -551,16 +575,21 @@ class QuadrantPanel(Panel):
         cast = res.votes_cast[rows] > 0
         drawn, unclassified = rows[cast], rows[~cast]
         self._fill_lists(rows, unclassified)
+        self._show_accuracy(quadrant.tier_accuracy(self.data, res, self.round_combo.currentData() or None),
+                            self._new_run)
+        self._new_run = False
         if not self.isVisible() and self._plot() is None:
             return  # drawn when first shown
         plot = self._ensure_plot()
         self.stack.setCurrentWidget(plot)
-        if not self.legend.text():
-            from workbench.ui.plots.style import legend_html
+        from workbench.ui.plots.quadrant_plot import MARK_LEGEND, MARKS, PointSet
+        from workbench.ui.plots.style import legend_html
 
-            self.legend.setText(legend_html("ring: tier changed by the what-if · arrow: round k → k + 1"))
+        legend = legend_html("ring: tier changed by the what-if · arrow: round k → k + 1"
+                             + (f"<br>{MARK_LEGEND}" if self.data.scored else ""))
+        if self.legend.text() != legend:
+            self.legend.setText(legend)
         self.points_rows = drawn.tolist()
-        from workbench.ui.plots.quadrant_plot import PointSet
 
         s = self.settings
         vmax = max(int(res.votes_cast.max()) if self.data.m else 1, 1)
@@ -587,8 +616,13 @@ class QuadrantPanel(Panel):
                 else:
                     arrows.append((float(res.rho[src]), float(lane_y(res.approve[src, s.reference], res.score[src])),
                                    position[dst]))
+        marks = None
+        if self.data.scored:  # each drawn artifact's verdict against the known answer (an index into MARKS)
+            verdicts = self.data.scores
+            marks = np.array([MARKS.index(verdicts[row]) if verdicts[row] in MARKS else 0 for row in self.points_rows],
+                             dtype=np.int8)
         plot.set_points(PointSet(drawn, x, y, res.tier[drawn], res.persuasion_kind[drawn], size, changed,
-                                 sides, arrows))
+                                 sides, arrows, marks))
         if self.data.n == 2:
             self._label_quadrant(plot, drawn)
         else:
@@ -609,11 +643,16 @@ class QuadrantPanel(Panel):
         plot.set_thresholds(s.thetas[ref], s.thetas[other], tiers, counts)
 
     def _label_bands(self, plot, drawn) -> None:
-        from workbench.core.protocols.rcp.config import TOL, tier_for
+        import numpy as np
+
+        from workbench.core.protocols.rcp.config import tier_for
 
         s, res, d = self.settings, self.result, self.data
-        rho = res.rho[drawn]
-        col = (rho >= s.tau - TOL).astype(int) * 2 + ((rho > 1 - s.tau + TOL) & (rho < s.tau - TOL)).astype(int)
+        # Each point's band is the engine's tier for it (the consensus tiers at either end, the
+        # polar ones between): the panel keeps no copy of the tier rule's thresholds.
+        tier = res.tier[drawn]
+        col = np.where(tier == TIER_NAMES.index("positive_consensus"), 2,
+                       np.where(tier == TIER_NAMES.index("negative_consensus"), 0, 1))
         ref_in = res.approve[drawn, s.reference]
         reps = (1.0 - s.tau, 0.5, s.tau)
         tiers = {(c, r): tier_for(reps[c], r, s.tau) for c in range(3) for r in (True, False)}
@@ -636,6 +675,29 @@ class QuadrantPanel(Panel):
         self.tabs.setTabText(1, f"Unclassified ({len(unclassified):,})")
         self.changed_rows = moved
 
+    def _show_accuracy(self, accuracy, new_run: bool) -> None:
+        """The Accuracy tab (each tier's, and all), there only while the run has a known answer."""
+        self.accuracy = accuracy
+        index = self.tabs.indexOf(self.accuracy_table)
+        if accuracy is None:
+            if index >= 0:
+                self.tabs.removeTab(index)
+            self.accuracy_table.set_rows([])
+            return
+        rows = [{"tier": _tier_text(t, True) if t in TIER_NAMES else t.replace("_", " "), "scored": v.scored,
+                 "correct": v.correct, "accuracy": _percent(v.accuracy)} for t, v in accuracy.by_tier.items()]
+        o = accuracy.overall
+        rows.append({"tier": "all", "scored": o.scored, "correct": o.correct, "accuracy": _percent(o.accuracy)})
+        self.accuracy_table.set_rows(rows)
+        if index < 0:
+            index = self.tabs.addTab(self.accuracy_table, "")
+            self.tabs.setTabToolTip(index, "Each tier's artifacts against the question's known answer, under the "
+                                           "classification shown (the what-if's when it is moved); an unscorable "
+                                           "answer counts as not correct")
+        self.tabs.setTabText(index, f"Accuracy ({_percent(o.accuracy)})")
+        if new_run:
+            self.tabs.setCurrentIndex(index)
+
     def _show_info(self, drawn: int, changed: int, unclassified: int) -> None:
         from workbench.core.protocols.rcp.config import config_warnings
         from workbench.ui import theme
@@ -644,6 +706,10 @@ class QuadrantPanel(Panel):
         parts = [f"{drawn:,} artifacts drawn", f"{unclassified:,} unclassified (listed apart)"]
         if self._touched:
             parts.append(f"<b>{changed:,} change tier under the what-if</b>")
+        if self.accuracy is not None:
+            o, area = self.accuracy.overall, self.accuracy.auroc
+            parts.append(f"{o.correct:,} of {o.scored:,} correct · AUROC of the score "
+                         + (f"{area:.2f}" if area is not None else "not defined (needs correct and other artifacts)"))
         text = " · ".join(parts)
         try:
             warnings = config_warnings({"clusters": [{"name": n, "agents": [a for a, c in zip(d.agents, d.cluster_of)
@@ -676,6 +742,9 @@ class QuadrantPanel(Panel):
                  + (f" · {kind}" if kind else "")]
         if self.baseline is not None and self.baseline.tier[row] != res.tier[row]:
             lines.append(f"the run's tier: {_tier_text(TIER_NAMES[self.baseline.tier[row]])}")
+        verdict = d.scores[row] if row < len(d.scores) else None
+        if verdict is not None:
+            lines.append(f"{verdict} against the known answer · read: {d.extracted[row] or '—'}")
         excerpt = d.excerpts[row] if row < len(d.excerpts) else ""
         if excerpt:
             lines.append(excerpt[:160] + ("…" if len(excerpt) > 160 else ""))
@@ -691,6 +760,11 @@ class QuadrantPanel(Panel):
 
     def _on_run_chosen(self, index: int) -> None:
         self._want_run = self.run_combo.itemData(index)
+        self.request(None)
+
+    def show_run(self, run_id: str) -> None:
+        """Show ``run_id`` (a link from another panel: the Studies panel's arm runs)."""
+        self._want_run = run_id
         self.request(None)
 
     def _on_save(self) -> None:
@@ -750,7 +824,7 @@ class _QuadrantChart:
         d, res = p.data, p.result
         header = ["artifact_id", "key", "round", "author", "author_cluster",
                   *[f"rate_{c}" for c in d.clusters], "votes_cast", "rho", "tier", "run_tier", "score",
-                  "persuasion_kind", "x_drawn", "y_drawn"]
+                  "persuasion_kind", "x_drawn", "y_drawn", "verdict", "extracted"]
         rows = []
         for k, row in enumerate(p.points_rows):
             ac = int(res.author_cluster[row])
@@ -759,12 +833,18 @@ class _QuadrantChart:
                          *[_num(res.rates[row, i]) for i in range(d.n)], int(res.votes_cast[row]),
                          float(res.rho[row]), TIER_NAMES[res.tier[row]], TIER_NAMES[p.baseline.tier[row]],
                          _num(res.score[row]), (None, "accelerator", "mitigator")[int(res.persuasion_kind[row])],
-                         float(self.plot.drawn_x[k]), float(self.plot.drawn_y[k])])
+                         float(self.plot.drawn_x[k]), float(self.plot.drawn_y[k]),
+                         d.scores[row] if row < len(d.scores) else None,
+                         d.extracted[row] if row < len(d.extracted) else None])
         return header, rows
 
 
 def _num(value: float) -> float | None:
     return None if value != value else float(value)
+
+
+def _percent(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
 
 
 def _rate(value: float) -> str:

@@ -26,7 +26,9 @@ from PySide6.QtWidgets import QSplitter, QWidget
 
 from workbench.core.project.changes import Changes
 from workbench.core.project.records import Facets, RecordFilter
+from workbench.core.project.refs import KINDS as TABLE_OF
 from workbench.core.project.refs import RecordRef
+from workbench.core.protocols.shared.tiers import label as tier_label
 from workbench.services.project_model import ProjectModel
 from workbench.services.reads import PageQuery, Reader
 from workbench.ui import theme
@@ -35,7 +37,7 @@ from workbench.ui.panels.dock_room import RoomWatch, room, unwrap_summary
 from workbench.ui.undo import EditQueue, edit
 from workbench.ui.widgets.paged_table import PagedTable
 from workbench.ui.widgets.record_diff import CompareView, r1_r2_html, runs_html
-from workbench.ui.widgets.record_filters import KIND_LABELS, TIER_GLYPHS, VALIDITY_GLYPHS, FilterBar
+from workbench.ui.widgets.record_filters import KIND_LABELS, VALIDITY_GLYPHS, FilterBar
 from workbench.ui.widgets.trace_detail import VERDICT_COLOURS, VERDICT_GLYPHS, RecordDetailView
 
 # What tells records apart first (a narrow dock shows these), then where they come from.
@@ -44,9 +46,10 @@ COLUMNS = (("kind", "Kind"), ("id", "#"), ("agent", "Agent"), ("round", "Rnd"), 
            ("audit", "Audit"), ("run_id", "Run"), ("phase", "Phase"), ("protocol", "Protocol"),
            ("provider", "Provider"), ("batch_id", "Batch"), ("time", "Time (UTC)"))
 SORT_KEYS = {"sim": "simulated"}
-TABLE_OF = {"call": "llm_calls", "trace": "traces", "vote": "votes", "ballot": "cons_ballots", "finding": "findings",
-            "finding_vote": "finding_votes"}
-RECORD_TABLES = ("llm_calls", "traces", "votes", "cons_ballots", "findings", "finding_votes", "audit_notes")
+# The tables of the records listed (refs.KINDS: each kind's table), the audit notes on them, and
+# the prompt sets a call's detail names (which set and version made it).
+RECORD_TABLES = ("llm_calls", "traces", "votes", "cons_ballots", "findings", "finding_votes", "protocol_records",
+                 "audit_notes", "prompt_sets")
 REVEAL_WINDOWS = 50  # windows loaded at most to find a revealed row (200 rows each)
 INDEX_AFTER = 2_000  # rows added since the index was last brought up to date before a search updates it
 # The list and the detail side by side from this width (and not much taller than wide), one above
@@ -325,6 +328,10 @@ class TraceInspectorPanel(Panel):
             d = record_detail(reading, kind, record_id)
             if d is not None:  # the reply quality flags (issue 19): notes for the reader
                 d.extras["quality"] = record_flags(reading, kind, d.id)
+            if d is not None and d.call is not None:  # which template (and prompt set) made its call
+                from workbench.core.project.prompt_sets import call_origin
+
+                d.extras["template"] = call_origin(reading, d.call.id)
             return d
 
         self._detail_reader.load(read, lambda d: self._show_detail(kind, record_id, d),
@@ -533,7 +540,7 @@ def _display(r: dict) -> dict:
     tier, validity, verdict = r.get("tier"), r["validity"], r.get("audit")
     return {**r, "_kind": r["kind"], "_tier": tier, "_validity": validity, "_audit": verdict,
             "kind": KIND_LABELS.get(r["kind"], r["kind"]),
-            "tier": f"{TIER_GLYPHS.get(tier, '')} {tier.replace('_', ' ')}" if tier else "",
+            "tier": tier_label(tier),
             "validity": f"{VALIDITY_GLYPHS.get(validity, '')} {validity}",
             "sim": "SIM" if r["simulated"] else "", "time": (r.get("time") or "")[:19].replace("T", " "),
             "audit": f"{VERDICT_GLYPHS[verdict]} {verdict}" if verdict in VERDICT_GLYPHS else "",

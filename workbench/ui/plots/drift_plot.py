@@ -27,8 +27,20 @@ from PySide6.QtWidgets import QToolTip
 from workbench.ui import theme
 from workbench.ui.plots.convergence_plot import ConvergenceChart, DistributionChart
 from workbench.ui.plots.roc_plot import RocChart
-from workbench.ui.plots.style import (ROLE_SYMBOLS, background, foreground, html, muted, pen, pg,
-                                      plot_min, role_colour, style_plot, text_item, with_alpha)
+from workbench.ui.plots.style import (
+    ROLE_SYMBOLS,
+    background,
+    foreground,
+    html,
+    muted,
+    pen,
+    pg,
+    plot_min,
+    role_colour,
+    style_plot,
+    text_item,
+    with_alpha,
+)
 
 pyqtgraph = pg()
 

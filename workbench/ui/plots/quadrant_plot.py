@@ -4,8 +4,10 @@
 (:mod:`.ratio_plot`): one ScatterPlotItem per marker style, created once and updated with
 ``setData``; points at the same place jittered (never across a threshold line) with their count;
 regions filled faintly and labelled with the engine's tier and count; what-if changes ringed;
-refinement-round movers drawn as arrows from round k to round k + 1; hover and click on the
-nearest point within a few pixels (``hovered`` / ``clicked`` carry the row of the point set).
+refinement-round movers drawn as arrows from round k to round k + 1; against a known answer
+(SPEC §8) each point marked correct, incorrect or unscorable by a shape in the text's ink (never a
+colour: the colours are the tiers'); hover and click on the nearest point within a few pixels
+(``hovered`` / ``clicked`` carry the row of the point set).
 
 :class:`QuadrantPlot` adds the paper's 2x2 layout (UI.md): x the reference cluster's rate, y the
 opposing cluster's, a vertical line at theta(C+) and a horizontal one at theta(C-). A null rate
@@ -23,19 +25,20 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QFontMetrics, QPainterPath, QPen, QTransform
 from PySide6.QtWidgets import QApplication, QGraphicsRectItem, QToolTip
 
+from workbench.core.protocols.shared.tiers import KINDS as PERSUASION_KINDS
+from workbench.core.protocols.shared.tiers import LABELS, SHORT_LABELS, TIERS
 from workbench.ui import theme
 from workbench.ui.plots.style import (
-    plot_min,
-    TIER_LABELS,
+    background,
     foreground,
     html,
     muted,
     pen,
     pg,
+    plot_min,
     region_brush,
     region_text_colour,
     style_plot,
-    tier_colour,
     tier_style,
     type_font,
     with_alpha,
@@ -44,8 +47,7 @@ from workbench.ui.plots.style import (
 
 pyqtgraph = pg()
 
-TIERS = ("positive_consensus", "positive_polar", "negative_polar", "negative_consensus")
-KINDS = (None, "accelerator", "mitigator")
+KINDS = (None, *PERSUASION_KINDS)  # a point's marker: its tier's, or its persuasion kind's
 EDGE = -0.07  # where a null rate sits: the axis's edge strip
 JITTER = 0.022  # the largest jitter, in rate units
 MAX_COUNT_LABELS = 120
@@ -56,8 +58,13 @@ COUNT_GAP_PX = 3.0  # between a group of points and its "×n" label (beside it, 
 MARKER_PX = 9.0  # the largest marker's half size (times the zoom)
 LABEL_BAND_PX = 20.0  # one line of a region's label, with a little air
 COUNT_ROOM_PX = 26.0  # "×12" beside a group at the right edge
-SHORT_LABELS = {"positive_consensus": "pos. consensus", "positive_polar": "pos. polar",
-                "negative_polar": "neg. polar", "negative_consensus": "neg. consensus"}
+# A point's verdict against the run's known answer (PointSet.marks: an index into MARKS; 0: none).
+MARKS = (None, "correct", "incorrect", "unscorable")
+# Each verdict's shape over the point, as a share of the point's size, and its legend: in the
+# text's ink (outlined in the background's), so it reads over every tier's fill in both themes.
+MARK_SHARE = {"correct": 0.42, "incorrect": 0.8, "unscorable": 0.75}
+MARK_LEGEND = ("against the known answer: <b>•</b> in a point: correct · <b>×</b> over it: incorrect · "
+               "<b>–</b> over it: unscorable (no answer read)")
 
 
 def _label_pt() -> str:
@@ -80,6 +87,7 @@ class PointSet:
     # Threshold lines jitter must not cross, per axis: (value, whether the value itself lies above).
     sides: tuple[tuple[tuple[float, bool], ...], tuple[tuple[float, bool], ...]] = ((), ())
     arrows: list[tuple[float, float, int]] = field(default_factory=list)  # (x0, y0, point index)
+    marks: np.ndarray | None = None  # int8: index into MARKS (None: no known answer, nothing marked)
 
     @classmethod
     def empty(cls) -> PointSet:
@@ -121,6 +129,19 @@ def jitter(x: np.ndarray, y: np.ndarray, sides: tuple[tuple[tuple[float, bool], 
         else:
             oy = off
     return bx + ox, by + oy, inv, counts
+
+
+def _bar_path() -> QPainterPath:
+    """The unscorable mark: a short bar (pyqtgraph has no such symbol)."""
+    path = QPainterPath()
+    path.addRect(QRectF(-0.5, -0.11, 1.0, 0.22))
+    return path
+
+
+def mark_style(mark: str) -> dict[str, Any]:
+    """``symbol``, ``pen`` and ``brush`` of a verdict's mark (MARKS): ink filled, background outlined."""
+    symbol = {"correct": "o", "incorrect": "x", "unscorable": _bar_path()}[mark]
+    return {"symbol": symbol, "pen": pen(background(), 1.0), "brush": QBrush(foreground())}
 
 
 def _arrow_path(angle_deg: float) -> QPainterPath:
@@ -167,6 +188,14 @@ class TierScatterPlot(pyqtgraph.PlotWidget):
                     spi.setZValue(10 + k)
                     item.addItem(spi)
                     self._items[(t, k, hollow)] = spi
+        # One item per verdict mark, over the points (below the what-if's rings).
+        self._marks: dict[int, Any] = {}
+        for m, mark in enumerate(MARKS):
+            if mark is not None:
+                spi = pyqtgraph.ScatterPlotItem(pxMode=True, **mark_style(mark))
+                spi.setZValue(15)
+                item.addItem(spi)
+                self._marks[m] = spi
         self._rings = pyqtgraph.ScatterPlotItem(pxMode=True, symbol="o", pen=pen(QColor("#1f5fa8"), 2.2),
                                                 brush=QBrush(Qt.BrushStyle.NoBrush))
         self._rings.setZValue(20)
@@ -243,6 +272,13 @@ class TierScatterPlot(pyqtgraph.PlotWidget):
                 spi.setData(x=dx[mask], y=dy[mask], size=points.size[mask])
             else:
                 spi.setData(x=[], y=[])
+        marks = points.marks if points.marks is not None else np.zeros(len(points), dtype=np.int8)
+        for m, spi in self._marks.items():
+            mask = marks == m
+            if mask.any():
+                spi.setData(x=dx[mask], y=dy[mask], size=points.size[mask] * MARK_SHARE[MARKS[m]])
+            else:
+                spi.setData(x=[], y=[])
         changed = np.nonzero(points.changed)[0]
         if changed.size:
             self._rings.setData(x=dx[changed], y=dy[changed], size=points.size[changed] + 9)
@@ -250,6 +286,10 @@ class TierScatterPlot(pyqtgraph.PlotWidget):
             self._rings.setData(x=[], y=[])
         self._draw_counts(points, group, counts)
         self._draw_arrows(points)
+
+    def marks_shown(self) -> dict[str, int]:
+        """How many points carry each verdict's mark (tests count what a user sees)."""
+        return {MARKS[m]: len(spi.data) for m, spi in self._marks.items()}
 
     def _draw_counts(self, points: PointSet, group: np.ndarray, counts: np.ndarray) -> None:
         shown = 0
@@ -430,9 +470,10 @@ class QuadrantPlot(TierScatterPlot):
         band = LABEL_BAND_PX * max(zoom(), 0.5)
         # Pixels per data unit: what is left after the bands (never less than a third of the view).
         ppu_y = max(height - 2 * (marker + band), height / 3) / span
-        ppu_x = max(width - 2 * marker - COUNT_ROOM_PX, width / 3) / span
+        room = COUNT_ROOM_PX * max(zoom(), 0.5)  # the "×n" label grows with the type (presenter mode)
+        ppu_x = max(width - 2 * marker - room, width / 3) / span
         y = (lo - (marker + band) / ppu_y, hi + (marker + band) / ppu_y)
-        x = (lo - marker / ppu_x, hi + (marker + COUNT_ROOM_PX) / ppu_x)
+        x = (lo - marker / ppu_x, hi + (marker + room) / ppu_x)
         return x, y
 
     def _on_view_resized(self) -> None:
@@ -481,8 +522,8 @@ class QuadrantPlot(TierScatterPlot):
                 ry = (theta_y, far) if ay else (-far, theta_y)
                 count = f"{counts.get((ax, ay), 0):,}"
                 regions.append({"rect": (rx[0], ry[0], rx[1], ry[1]), "tier": tier,
-                                "text": f"{TIER_LABELS[tier]} · {count}", "at": (0.5, 0.5),
-                                "short": f"{SHORT_LABELS.get(tier, TIER_LABELS[tier])} · {count}",
+                                "text": f"{LABELS[tier]} · {count}", "at": (0.5, 0.5),
+                                "short": f"{SHORT_LABELS.get(tier, LABELS[tier])} · {count}",
                                 "anchor": (1 if ax else 0, 0 if ay else 1)})
                 corners.append((ax, ay))
         self._corners = corners

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
+from workbench.core.protocols.shared.tiers import LABELS
 from workbench.ui.plots.quadrant_plot import TierScatterPlot, pyqtgraph
-from workbench.ui.plots.style import TIER_LABELS, foreground, html, muted, pen, with_alpha
+from workbench.ui.plots.style import foreground, html, muted, pen, with_alpha
 
 LANES = {True: (0.6, 1.0), False: (0.0, 0.4)}  # reference approves -> y range of its lane
 MAX_TICKS = 64
@@ -89,7 +90,7 @@ class RatioPlot(TierScatterPlot):
                 at_x = (a + m, (a + b) / 2, b - m)[col]
                 anchor_x = (0, 0.5, 1)[col]
                 regions.append({"rect": (a, ly[0], b, ly[1]), "tier": tier,
-                                "text": f"{TIER_LABELS[tier]} · {counts.get((col, ref), 0):,}",
+                                "text": f"{LABELS[tier]} · {counts.get((col, ref), 0):,}",
                                 "at": (at_x, y1 - m if ref else y0 + m), "anchor": (anchor_x, 0 if ref else 1)})
         self.set_regions(regions)
         self._lane_labels[True].setHtml(html(f"{reference} approves", size="8pt"))

@@ -23,16 +23,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QPalette, QPen
 from PySide6.QtWidgets import QApplication
 
+from workbench.core.protocols.shared.tiers import GLYPHS, KIND_GLYPHS, KIND_SYMBOLS, LABELS, SYMBOLS, TIERS
 from workbench.ui import theme
 
-TIER_LABELS = {"positive_consensus": "positive consensus", "positive_polar": "positive polar",
-               "negative_polar": "negative polar", "negative_consensus": "negative consensus",
-               "unclassified": "unclassified"}
-TIER_SYMBOLS = {"positive_consensus": "o", "positive_polar": "t1", "negative_polar": "t", "negative_consensus": "s"}
-TIER_GLYPHS = {"positive_consensus": "●", "positive_polar": "▲", "negative_polar": "▽", "negative_consensus": "■",
-               "unclassified": "○"}
-KIND_SYMBOLS = {"accelerator": "star", "mitigator": "d"}
-KIND_GLYPHS = {"accelerator": "★", "mitigator": "◆"}
 ROLE_COLOURS = {"light": {"alpha": "#1f5fa8", "beta": "#7b3fa0", "gamma": "#00766c", "silent": "#5f5f5f"},
                 "dark": {"alpha": "#7fb3f0", "beta": "#c49be0", "gamma": "#4fd1c0", "silent": "#b4b4b4"}}
 ROLE_SYMBOLS = {"alpha": "o", "beta": "s", "gamma": "t1", "silent": "star"}
@@ -102,7 +95,7 @@ def tier_style(tier: str, *, hollow: bool = False, kind: str | None = None) -> d
     c = tier_colour(tier)
     dark = dark_background()
     outline = QColor(c).lighter(150) if dark else QColor(c).darker(150)
-    symbol = KIND_SYMBOLS.get(kind or "", TIER_SYMBOLS.get(tier, "o"))
+    symbol = KIND_SYMBOLS.get(kind or "", SYMBOLS.get(tier, "o"))
     if hollow:  # no fill: the outline alone must carry the tier, so it is bright and thick on dark
         return {"symbol": symbol, "pen": pen(QColor(c).lighter(140) if dark else c, 2.4 if dark else 1.8),
                 "brush": QBrush(Qt.BrushStyle.NoBrush)}
@@ -161,8 +154,8 @@ def zoom() -> float:
 def legend_html(extra: str = "") -> str:
     """One line naming every marker, in the tiers' colours (for a label beside a chart)."""
     parts = []
-    for tier in ("positive_consensus", "positive_polar", "negative_polar", "negative_consensus"):
-        parts.append(f'<span style="color:{tier_colour(tier).name()}">{TIER_GLYPHS[tier]}</span> {TIER_LABELS[tier]}')
+    for tier in TIERS:
+        parts.append(f'<span style="color:{tier_colour(tier).name()}">{GLYPHS[tier]}</span> {LABELS[tier]}')
     green = tier_colour("positive_consensus").name()
     parts.append(f'<span style="color:{green}">{KIND_GLYPHS["accelerator"]}</span> accelerator')
     parts.append(f'<span style="color:{green}">{KIND_GLYPHS["mitigator"]}</span> mitigator')

@@ -47,8 +47,21 @@ def request_html(messages: list[dict], fence: dict | None) -> str:
     return "".join(parts) or "<i>No messages were stored with this call.</i>"
 
 
-def summary_html(d) -> str:
-    """One line: who, what, how it ended, how long, how many tokens, what it cost, attempts."""
+def origin_html(origin) -> str:
+    """Which template made the call (``prompt_sets.TemplateOrigin``): the step, the template's
+    hash, and the prompt set it came from (or "default", or "edited in the config")."""
+    if origin is None:
+        return ""
+    where = {"default": "default template", "config": "✎ edited in the run's config",
+             "prompt set": f"✎ prompt set <b>{escape_html(str((origin.prompt_set or {}).get('name', '')))}</b> "
+                           f"@{escape_html(str((origin.prompt_set or {}).get('sha256', ''))[:8])}"}
+    return (f"template <b>{escape_html(origin.step or '?')}</b> @{escape_html(origin.sha256[:12])} · "
+            f"{where.get(origin.source, 'not in the run provenance')}")
+
+
+def summary_html(d, origin=None) -> str:
+    """One line: who, what, how it ended, how long, how many tokens, what it cost, attempts; and
+    which template (and prompt set) made it."""
     glyph = CALL_STATUS.get(d.status, "?")
     colour = {"error": RED, "rate_limited": AMBER, "invalid": GREY, "cancelled": GREY}.get(d.status)
     status = f"<span style='color:{colour}'>{glyph} {escape_html(d.status)}</span>" if colour else f"{glyph} {d.status}"
@@ -65,9 +78,11 @@ def summary_html(d) -> str:
     if d.cached:
         bits.append("cached")
     where = " · ".join(x for x in (d.provider, d.model) if x)
+    made = origin_html(origin)
     return " · ".join(bits) + (f"<br><span style='color:{GREY}'>record {d.id} · {escape_html(d.step_key)}"
                                 f"{' · ' + escape_html(where) if where else ''}"
-                                f"{' · ' + escape_html(d.round_kind) if d.round_kind else ''}</span>")
+                                f"{' · ' + escape_html(d.round_kind) if d.round_kind else ''}</span>"
+                                f"{'<br>' + made if made else ''}")
 
 
 class CallDetailView(QWidget):
@@ -82,7 +97,7 @@ class CallDetailView(QWidget):
         self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.summary.setMinimumHeight(self.summary.fontMetrics().lineSpacing() * 3 + 4)  # wrapped: up to 3 lines
+        self.summary.setMinimumHeight(self.summary.fontMetrics().lineSpacing() * 3 + 4)  # wrapped: 3 lines or more
         self.summary.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.summary)
         self.error = QLabel(self)
@@ -111,9 +126,11 @@ class CallDetailView(QWidget):
         layout.addWidget(self.tabs, 1)
         self.show_detail(None)
 
-    def show_detail(self, detail, note: str = "") -> None:
-        """``detail`` is a calls.CallDetail, or None (``note`` says why: in flight, nothing selected)."""
+    def show_detail(self, detail, note: str = "", origin=None) -> None:
+        """``detail`` is a calls.CallDetail, or None (``note`` says why: in flight, nothing
+        selected); ``origin`` the template that made it (``prompt_sets.TemplateOrigin``)."""
         self.call_id = detail.id if detail is not None else None
+        self.origin = origin
         if detail is None:
             self.summary.setText(escape_html(note or PLACEHOLDER))
             self.error.hide()
@@ -123,7 +140,7 @@ class CallDetailView(QWidget):
             self.tabs.setEnabled(False)
             return
         self.tabs.setEnabled(True)
-        self.summary.setText(summary_html(detail))
+        self.summary.setText(summary_html(detail, origin))
         problem = detail.error or (detail.reason if detail.status == "invalid" else None)
         if problem:
             kind = f" ({detail.error_kind})" if detail.error_kind else ""

@@ -19,7 +19,6 @@ from workbench.core.paths import samples_dir
 from workbench.services.reads import Reader
 
 SAMPLES = samples_dir()
-PROTOCOLS = (("rcp", "RCP"), ("arm", "ARM"), ("findings", "Consensus Server findings"), ("cons", "CONS"))
 
 
 @dataclass(frozen=True)
@@ -129,7 +128,9 @@ class ConfigSource(QObject):
             action.setToolTip(choice.description)
             action.triggered.connect(lambda _c=False, t=choice: self.new_from_template(t))
         menu.addSeparator()
-        for protocol, name in PROTOCOLS:
+        from workbench.ui.widgets.run_config_editor import protocol_choices
+
+        for protocol, name in protocol_choices():  # every registered protocol a run may name, plugins too
             action = menu.addAction(f"From the project's clusters: {name}")
             action.triggered.connect(lambda _c=False, p=protocol: self.new_from_clusters(p))
 
@@ -202,9 +203,12 @@ class ConfigSource(QObject):
 
 
 def _own(doc: dict | None) -> dict | None:
-    """``doc`` without the keys the project's settings set (an RCP document's tau, theta, weighted)."""
-    from workbench.ui.widgets.run_config_editor import PROJECT_KEYS
+    """``doc`` without the keys the project's settings set (those its protocol's config takes:
+    RCP's tau, theta and weighting; ``panel_edits.project_keys``)."""
+    from workbench.core.project.panel_edits import project_keys
+    from workbench.ui.widgets.run_config_editor import default_protocol
 
-    if not isinstance(doc, dict) or doc.get("protocol", "rcp") != "rcp":
+    if not isinstance(doc, dict):
         return doc
-    return {k: v for k, v in doc.items() if k not in PROJECT_KEYS}
+    keys = project_keys(doc.get("protocol") or default_protocol())
+    return {k: v for k, v in doc.items() if k not in keys}

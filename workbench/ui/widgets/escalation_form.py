@@ -9,8 +9,19 @@ answers the running conductor's call, or records the decision (core.project.esca
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QButtonGroup, QComboBox, QGridLayout, QLabel, QLineEdit, QPushButton, QRadioButton,
-                               QSizePolicy, QTextBrowser, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QComboBox,
+    QGridLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QRadioButton,
+    QSizePolicy,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
 from workbench.ui.widgets.manual_prompt import ACCENT, escape_html
 from workbench.ui.widgets.run_timeline import AMBER, GREY, RED

@@ -22,8 +22,16 @@ from dataclasses import replace
 
 from PySide6.QtCore import QAbstractTableModel, QItemSelection, QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-                               QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
 
 from workbench.services.reads import Page, PageQuery, Reader, RowSource, read_page
 from workbench.services.workers import JobError, WorkerPool
@@ -116,7 +124,7 @@ class PagedTableModel(QAbstractTableModel):
     def rowCount(self, parent=_NO_INDEX) -> int:  # noqa: N802 (Qt API)
         return 0 if parent.isValid() else len(self._rows)
 
-    def columnCount(self, parent=_NO_INDEX) -> int:  # noqa: N802
+    def columnCount(self, parent=_NO_INDEX) -> int:  # noqa: N802 — Qt's method name
         return 0 if parent.isValid() else len(self._columns)
 
     def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
@@ -134,7 +142,7 @@ class PagedTableModel(QAbstractTableModel):
             return self.decorate(row, key, role)
         return None
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):  # noqa: N802
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):  # noqa: N802 — Qt's method name
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
             return self._columns[section][1]
         return None
@@ -147,14 +155,14 @@ class PagedTableModel(QAbstractTableModel):
             key, descending = None, False
         self.set_query(replace(self._query, sort_key=key, descending=descending))
 
-    def canFetchMore(self, parent=_NO_INDEX) -> bool:  # noqa: N802
+    def canFetchMore(self, parent=_NO_INDEX) -> bool:  # noqa: N802 — Qt's method name
         if parent.isValid() or self._source is None or self._stalled:
             return False
         if self._shown_serial != self._serial or self._exhausted:
             return False
         return self._total is None or len(self._rows) < self._total
 
-    def fetchMore(self, parent=_NO_INDEX) -> None:  # noqa: N802
+    def fetchMore(self, parent=_NO_INDEX) -> None:  # noqa: N802 — Qt's method name
         """Ask for the next window; never blocks. While a read runs, remember the wish."""
         if not self.canFetchMore(parent):
             return

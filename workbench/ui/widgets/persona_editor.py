@@ -11,12 +11,25 @@ and writes nothing.
 from __future__ import annotations
 
 import html
+import types
 import typing
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QLineEdit,
-                               QPushButton, QScrollArea, QSlider, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
 
 from workbench.core.project.changes import Changes
 from workbench.core.project.store import Store
@@ -34,15 +47,20 @@ def persona_fields() -> dict[str, dict]:
     out = {}
     for name, info in SimPersona.model_fields.items():
         kind, choices = "int", ()
+        annotation, optional = info.annotation, False
+        if typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in typing.get_args(annotation):
+            # A parameter that may be left unset (SPEC §8's skill): an empty box leaves it unset.
+            annotation, optional = next(a for a in typing.get_args(annotation) if a is not type(None)), True
         if name in UNIT_FIELDS:
             kind = "unit"
-        elif info.annotation is bool:
+        elif annotation is bool:
             kind = "bool"
-        elif typing.get_origin(info.annotation) is typing.Literal:
-            kind, choices = "choice", typing.get_args(info.annotation)
-        elif info.annotation is float:
+        elif typing.get_origin(annotation) is typing.Literal:
+            kind, choices = "choice", typing.get_args(annotation)
+        elif annotation is float:
             kind = "float"
-        out[name] = {"kind": kind, "default": info.default, "choices": choices, "help": info.description or ""}
+        out[name] = {"kind": kind, "default": info.default, "choices": choices, "help": info.description or "",
+                     "optional": optional}
     return out
 
 
@@ -180,6 +198,8 @@ class PersonaEditor(QWidget):
             widget.activated.connect(self._on_edited)
         else:
             widget = QLineEdit(self.form_box)
+            if spec.get("optional"):
+                widget.setPlaceholderText("unset")
             widget.textEdited.connect(self._on_edited)
         return widget
 
@@ -251,6 +271,8 @@ class PersonaEditor(QWidget):
                 out[name] = widget.isChecked()
             elif isinstance(widget, QComboBox):
                 out[name] = widget.currentText()
+            elif self.fields[name].get("optional") and not widget.text().strip():
+                out[name] = None  # left unset
             else:
                 out[name] = _number(widget.text(), integer=True)
         return out

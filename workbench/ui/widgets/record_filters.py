@@ -11,24 +11,46 @@ from __future__ import annotations
 from dataclasses import replace
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
-from workbench.core.project.records import AUDIT_FILTERS, KINDS, QUALITY_FILTERS, TIERS, VALIDITIES, Facets, RecordFilter
+from workbench.core.project.records import (
+    AUDIT_FILTERS,
+    KINDS,
+    QUALITY_FILTERS,
+    SCORE_FILTERS,
+    VALIDITIES,
+    Facets,
+    RecordFilter,
+)
+from workbench.core.protocols.shared.tiers import TIERS
+from workbench.core.protocols.shared.tiers import label as tier_label
 
+# Every kind of record the list holds (records.KINDS), as the kind filter and column name it. A
+# protocol's own kinds (a plugin's) are "protocol record"s; the detail names the protocol's kind.
 KIND_LABELS = {"call": "call", "trace": "trace", "vote": "vote", "ballot": "ballot", "finding": "finding",
-               "finding_vote": "finding vote"}
-TIER_GLYPHS = {"positive_consensus": "●", "positive_polar": "▲", "negative_polar": "▽", "negative_consensus": "■"}
+               "finding_vote": "finding vote", "protocol_record": "protocol record"}
 VALIDITY_GLYPHS = {"ok": "✓", "invalid": "⚠", "failed": "✖"}
 AUDIT_LABELS = {"ok": "✓ ok", "suspect": "? suspect", "wrong": "✗ wrong", "audited": "any verdict",
                 "unaudited": "not audited"}
 QUALITY_LABELS = {"any": "⚑ any flag", "template_echo": "⚑ template echo", "cut_at_cap": "⚑ cut at cap",
                   "rubber_stamp": "⚑ rubber stamp"}
+# An artifact against its run's known answer (SPEC §8): the calls that wrote it and the votes on it.
+SCORE_LABELS = {"correct": "✓ correct", "incorrect": "✗ incorrect", "unscorable": "? unscorable",
+                "scored": "any verdict", "unscored": "no known answer"}
 # (field, name shown in each item), in the order of the grid.
 FIELDS = (("kind", "Kind"), ("run", "Run"), ("batch", "Batch"), ("protocol", "Protocol"),
           ("agent", "Agent"), ("round_phase", "Round/phase"), ("provider", "Provider"), ("tier", "Tier"),
           ("flag", "Flag"), ("validity", "Validity"), ("simulated", "Sim/real"), ("audit", "Audit"),
-          ("quality", "Quality"))
+          ("quality", "Quality"), ("score", "Score"))
 COLUMNS = 4
 
 
@@ -68,7 +90,7 @@ class FilterBar(QWidget):
         grid.setContentsMargins(0, 0, 0, 0)
         grid.setHorizontalSpacing(4)
         grid.setVerticalSpacing(2)
-        for i, (field, name) in enumerate(FIELDS):
+        for field, name in FIELDS:
             combo = QComboBox(self)
             combo.setObjectName(f"filter_{field}")
             combo.setToolTip(f"Show only the records of one {name.lower()}")
@@ -124,7 +146,7 @@ class FilterBar(QWidget):
 
     # ----- values ------------------------------------------------------------------------------
     def _fill_fixed(self) -> None:
-        self._set_items("tier", [(f"{TIER_GLYPHS[t]} {t.replace('_', ' ')}", t) for t in TIERS])
+        self._set_items("tier", [(tier_label(t), t) for t in TIERS])
         self._set_items("validity", [(f"{VALIDITY_GLYPHS[v]} {v}", v) for v in VALIDITIES])
         self._set_items("simulated", [("SIM (simulated)", True), ("real", False)])
         self._set_items("audit", [(AUDIT_LABELS[a], a) for a in AUDIT_FILTERS])
@@ -133,6 +155,12 @@ class FilterBar(QWidget):
                               "replies that repeat the prompt's own template text",
                               "replies cut at the output token cap",
                               "votes of a voter who voted the same on 5 or more items"])
+        self._set_items("score", [(SCORE_LABELS[v], v) for v in SCORE_FILTERS],
+                        tips=["calls and votes whose artifact's answer is the known one",
+                              "calls and votes whose artifact's answer is not the known one",
+                              "calls and votes whose artifact gives no answer that can be read",
+                              "calls and votes on an artifact scored against a known answer",
+                              "calls and votes of runs whose question has no known answer"])
         self._set_items("kind", [(KIND_LABELS[k], k) for k in KINDS])
 
     def set_facets(self, facets: Facets, counts: dict[str, int] | None = None) -> None:

@@ -27,7 +27,7 @@ FORMATS = ("md", "html", "jsonl", "csv")
 # the tables a run's report reads: a change to one of them (for this run) re-reads it
 TABLES = ("runs", "llm_calls", "artifacts", "votes", "finding_votes", "findings", "cons_questions", "cons_ballots",
           "cons_conflicts", "cons_escalations", "traces", "echo_anchors", "echo_verifications",
-          "echo_restorations", "audit_notes")
+          "echo_restorations", "protocol_records", "audit_notes")  # protocol_records: a plugin's own records
 
 
 class ReportView(QWidget):

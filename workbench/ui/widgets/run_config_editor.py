@@ -14,26 +14,38 @@ from __future__ import annotations
 import copy
 import json
 import secrets
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtCore import QRegularExpression
+from PySide6.QtCore import QRegularExpression, Qt, QTimer, Signal
 from PySide6.QtGui import QFontDatabase, QRegularExpressionValidator
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
-                               QLineEdit, QPlainTextEdit, QPushButton, QScrollArea, QSizePolicy, QSpinBox, QStackedWidget,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QSpinBox,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
+# PROJECT_KEYS: the keys the project's settings set (Clusters & Agents) in a document whose
+# protocol takes them (panel_edits.project_keys).
+from workbench.core.project.panel_edits import PROJECT_KEYS, project_keys
 from workbench.ui.widgets.manual_prompt import escape_html
+from workbench.ui.widgets.option_fields import form_layout as _form
+from workbench.ui.widgets.option_fields import int_box as _int
+from workbench.ui.widgets.option_fields import text_box as _text_box
 
-PROTOCOL_NAMES = (("rcp", "RCP (resonant consensus)"), ("arm", "ARM (mesh)"),
-                  ("findings", "Consensus Server findings"), ("cons", "CONS"))
-# The keys each protocol owns at the top level of a document (dropped when the protocol changes).
-PROJECT_KEYS = ("tau", "theta", "weighted")  # RCP's keys the project's settings set (Clusters & Agents)
-PROTOCOL_KEYS = {"rcp": ("theta", "tau", "weighted", "ballot_mode", "refinement_rounds"),
-                 "findings": ("threshold", "findings", "findings_from_run", "findings_tiers"),
-                 "cons": ("question_id", "options", "consensus_threshold", "count_threshold", "min_voters",
-                          "max_challenge_rounds"),
-                 "arm": ("arm",)}
 SEED_BITS = 31  # "New seed": a random 31-bit whole number
 OK_COLOUR, BAD_COLOUR, WARN_COLOUR = "#2e7d32", "#b3261e", "#b26a00"
 INVALID_STYLE = "border: 1px solid #b3261e;"
@@ -53,8 +65,10 @@ class Check:
     simulated: bool = False  # every agent answers through the simulated panel (a room's pace applies)
 
 
-def check_document(doc: object) -> Check:
-    """Validate ``doc`` as ``rwb run`` would (pure; runs on a worker thread)."""
+def check_document(doc: object, prompt_sets: list | None = None) -> Check:
+    """Validate ``doc`` as ``rwb run`` would (pure; runs on a worker thread). ``prompt_sets``: the
+    project's (``prompt_sets.all_sets``), to check the set a document names as a run would; None:
+    not known (not checked)."""
     from workbench.core.errors import InputError
     from workbench.core.runs.batch import expand_batch, is_batch
     from workbench.core.runs.config import parse_run_config
@@ -71,37 +85,62 @@ def check_document(doc: object) -> Check:
         else:
             cfg = parse_run_config(doc)
             text, runs = "one run", 1
+        if cfg.prompt_set and prompt_sets is not None:
+            from workbench.core.project.prompt_sets import pick
+
+            pick(prompt_sets, cfg.prompt_set, cfg.protocol)
     except InputError as exc:
         return Check(False, str(exc), exc.field)
-    warnings: list[str] = []
-    if cfg.protocol == "rcp":
-        from workbench.core.protocols.rcp.config import config_warnings
+    from workbench.ui.widgets.protocol_pages import page_warnings
 
-        try:
-            warnings = config_warnings({"clusters": cfg.classification_panel(), "reference": cfg.reference,
-                                        "theta": cfg.theta, "tau": cfg.tau, "weighted": cfg.weighted})
-        except InputError:
-            warnings = []
+    warnings = page_warnings(cfg)
+    if cfg.simulated and (cfg.prompt_set or _edits_prompts(cfg)):
+        from workbench.core.runs.provenance import SIM_PROMPTS_WARNING
+
+        warnings.append(SIM_PROMPTS_WARNING)  # SPEC §7: the GUI says it too
     sim = " on the simulated panel (SIM)" if cfg.simulated else ""
     return Check(True, f"Valid: {cfg.protocol.upper()}, {len(cfg.agents)} agent(s), seed {cfg.seed}, "
                        f"{text}{sim}", runs=runs, warnings=warnings, simulated=cfg.simulated)
 
 
-def findings_text(findings: list) -> str:
-    return "\n".join(f"{f.get('id', '')}: {f.get('claim', '')}" for f in findings if isinstance(f, dict))
+def _edits_prompts(cfg) -> bool:
+    """The config's own ``prompts`` change a template (the same text as the default changes nothing)."""
+    if not cfg.prompts:
+        return False
+    from workbench.core.runs.provenance import prompts_for
+
+    return prompts_for(cfg).edited
 
 
-def parse_findings(text: str, before: list) -> list[dict]:
-    """One finding a line, "id: claim" (an id left out: f1, f2...). A finding whose id was
-    there before keeps its context and threshold."""
-    old = {f.get("id"): f for f in before if isinstance(f, dict)}
-    out = []
-    for n, line in enumerate(x for x in text.splitlines() if x.strip()):
-        head, sep, claim = line.partition(":")
-        fid, claim = (head.strip(), claim.strip()) if sep and head.strip() and " " not in head.strip() \
-            else (f"f{n + 1}", line.strip())
-        out.append({**old.get(fid, {}), "id": fid, "claim": claim})
-    return out
+def protocol_label(protocol) -> str:
+    """A protocol as the lists name it: its title, and its name unless the title says it."""
+    return protocol.title if protocol.name.lower() in protocol.title.lower() else f"{protocol.title} ({protocol.name})"
+
+
+def protocol_choices() -> list[tuple[str, str]]:
+    """Every protocol a run config may name (the registry's: plugins too), as (name, label)."""
+    from workbench.core import registry
+
+    return [(name, protocol_label(p)) for name, p in registry.runnable().items()]
+
+
+def default_protocol() -> str:
+    """The protocol of a document that names none: the first registered (built-in first)."""
+    from workbench.core import registry
+
+    return next(iter(registry.runnable()))
+
+
+def own_keys(protocol: str) -> tuple[str, ...]:
+    """The keys a protocol's declared config adds to a document's shared ones (dropped, and kept
+    aside, when the document switches to another protocol)."""
+    from workbench.core.runs.config import RunConfigBase, model_for
+
+    try:
+        fields = model_for(protocol).model_fields
+    except KeyError:
+        return ()
+    return tuple(k for k in fields if k not in RunConfigBase.model_fields)
 
 
 def mixes_text(mixes: list) -> str:
@@ -123,30 +162,18 @@ def parse_mixes(text: str) -> list[dict]:
     return out
 
 
+def _at(doc: dict, path: tuple, default=None):
+    """The document's value at ``path`` ("arm", "fap_threshold"), or ``default``."""
+    node = doc
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return default
+        node = node[key]
+    return node
+
+
 def _lines(text: str) -> list[str]:
     return [x.strip() for x in text.splitlines() if x.strip()]
-
-
-def _double(low: float, high: float, step: float = 0.05, decimals: int = 2) -> QDoubleSpinBox:
-    box = QDoubleSpinBox()
-    box.setRange(low, high)
-    box.setSingleStep(step)
-    box.setDecimals(decimals)
-    return box
-
-
-def _int(low: int, high: int) -> QSpinBox:
-    box = QSpinBox()
-    box.setRange(low, high)
-    return box
-
-
-def _text_box(lines: float, placeholder: str) -> QPlainTextEdit:
-    box = QPlainTextEdit()
-    box.setPlaceholderText(placeholder)
-    box.setTabChangesFocus(True)
-    box.setFixedHeight(int(box.fontMetrics().lineSpacing() * lines + 10))
-    return box
 
 
 def _combo(items) -> QComboBox:
@@ -154,14 +181,6 @@ def _combo(items) -> QComboBox:
     for value, text in items:
         box.addItem(text, value)
     return box
-
-
-def _form(parent: QWidget) -> QFormLayout:
-    form = QFormLayout(parent)
-    form.setContentsMargins(6, 4, 6, 4)
-    form.setVerticalSpacing(3)
-    form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-    return form
 
 
 class RunConfigEditor(QWidget):
@@ -179,6 +198,7 @@ class RunConfigEditor(QWidget):
         self._loading = False
         self.check: Check | None = None
         self.pending = False  # a validation is due or running
+        self._prompt_sets: list | None = None  # the project's (None: not read yet)
         # tau, theta and weighting live in one place, the project's settings (Clusters & Agents):
         # a document of the project follows them; a file or template keeps its own (and says so).
         self.project_settings: dict | None = None
@@ -245,8 +265,17 @@ class RunConfigEditor(QWidget):
         self.name_edit = QLineEdit(box)
         self.name_edit.setObjectName("configName")
         self.name_edit.setPlaceholderText("A name (the runs list and the saved configuration use it)")
-        self.protocol_combo = _combo(PROTOCOL_NAMES)
+        self.protocol_combo = QComboBox(box)  # filled from the registry (_fill_protocols)
         self.protocol_combo.setObjectName("configProtocol")
+        self.protocol_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.protocol_combo.setMinimumContentsLength(12)
+        # The prompt set the run uses (SPEC §7): the project's sets of the document's protocol.
+        self.prompt_set_combo = QComboBox(box)
+        self.prompt_set_combo.setObjectName("configPromptSet")
+        self.prompt_set_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.prompt_set_combo.setMinimumContentsLength(12)
+        self.prompt_set_combo.setToolTip("The templates the run's calls are made with: the protocol's defaults, or a "
+                                         "prompt set saved in the project (Design ▸ Protocol Editor)")
         self.query_edit = _text_box(2.2, "The question put to the agents")
         self.query_edit.setObjectName("configQuery")
         seed_row = QHBoxLayout()
@@ -275,6 +304,7 @@ class RunConfigEditor(QWidget):
         echo_row.addWidget(self.echo_interval, 1)
         form.addRow("Name", self.name_edit)
         form.addRow("Protocol", self.protocol_combo)
+        form.addRow("Prompts", self.prompt_set_combo)
         form.addRow("Query", self.query_edit)
         form.addRow("Seed", seed_row)
         form.addRow("Dispatch", self.dispatch_combo)
@@ -282,6 +312,7 @@ class RunConfigEditor(QWidget):
         form.addRow("Echo", echo_row)
         self.name_edit.textEdited.connect(lambda t: self._set(("label",), t.strip()))
         self.protocol_combo.currentIndexChanged.connect(self._on_protocol_changed)
+        self.prompt_set_combo.currentIndexChanged.connect(self._on_prompt_set_chosen)
         self.query_edit.textChanged.connect(lambda: self._set(("query",), self.query_edit.toPlainText().strip()))
         self.seed_edit.textEdited.connect(self._on_seed_edited)
         self.dispatch_combo.currentIndexChanged.connect(lambda _i: self._set(("dispatch",), self.dispatch_combo.currentData()))
@@ -290,59 +321,83 @@ class RunConfigEditor(QWidget):
         return box
 
     def _build_options(self) -> QGroupBox:
+        """One page per protocol, made the first time a document of that protocol is shown (the
+        registry is read then, not when the window starts): a protocol's own page if it has one
+        (``protocol_pages``), else one built from its declared config model (``option_fields``)."""
         box = QGroupBox("Protocol options", self)
         layout = QVBoxLayout(box)
         layout.setContentsMargins(0, 0, 0, 0)
         self.options_stack = QStackedWidget(box)
         layout.addWidget(self.options_stack)
-        self.fields: dict[tuple, QWidget] = {}
-
-        rcp = QWidget()
-        form = _form(rcp)
-        self.settings_note = QLabel(rcp)
-        self.settings_note.setObjectName("projectSettingsNote")
-        self.settings_note.setWordWrap(True)
-        self.settings_note.setTextFormat(Qt.TextFormat.PlainText)
-        form.addRow(self.settings_note)
-        self._field(form, "Theta", ("theta",), _double(0, 1))
-        self._field(form, "Tau", ("tau",), _double(0, 1))
-        self._field(form, "Weighted clusters", ("weighted",), QCheckBox())
-        self.reference_combo = QComboBox()
-        self._field(form, "Reference cluster", ("reference",), self.reference_combo)
-        self._field(form, "Ballot mode", ("ballot_mode",), QCheckBox("one ballot call per voter"))
-        self._field(form, "Refinement rounds", ("refinement_rounds",), _int(0, 20))
-        findings = QWidget()
-        form = _form(findings)
-        self._field(form, "Threshold", ("threshold",), _double(-1, 1))
-        self.findings_edit = _text_box(4.2, "One finding a line: id: claim")
-        self._field(form, "Findings", ("findings",), self.findings_edit)
-        cons = QWidget()
-        form = _form(cons)
-        self._field(form, "Question id", ("question_id",), QLineEdit())
-        self.options_edit = _text_box(2.2, "One option a line")
-        self._field(form, "Options", ("options",), self.options_edit)
-        self._field(form, "Consensus threshold", ("consensus_threshold",), _double(0, 1))
-        self._field(form, "Count threshold", ("count_threshold",), _double(0, 1))
-        self._field(form, "Min voters", ("min_voters",), _int(0, 1000))
-        self._field(form, "Max challenge rounds", ("max_challenge_rounds",), _int(0, 100))
-        arm = QWidget()
-        form = _form(arm)
-        self._field(form, "Silent baseline answers", ("arm", "silent_draw"),
-                    _combo((("gamma", "gamma's prompt"), ("alpha", "alpha's prompt"), ("beta", "beta's prompt"))))
-        self._field(form, "Gamma sees", ("arm", "gamma_context"),
-                    _combo((("arm+r1", "all round-1 traces"), ("arm", "ARM's context only"))))
-        self._field(form, "Role injection", ("arm", "role_injection"), QCheckBox("ethical frames"))
-        self._field(form, "FAP threshold", ("arm", "fap_threshold"), _double(-1, 1, 0.01, 3))
-        self._field(form, "FAP attempts", ("arm", "fap_max_attempts"), _int(1, 20))
-        self._field(form, "FAP requeue", ("arm", "fap_requeue"), QCheckBox())
-        self._field(form, "ARM dispatch", ("arm", "dispatch"),
-                    _combo(((None, "the run's"), ("sequential", "sequential"), ("concurrent", "concurrent"))))
-        self._field(form, "Trace schema", ("arm", "schema_version"),
-                    _combo((("arm-trace-v1.3", "v1.3"), ("arm-trace-v1.2", "v1.2"))))
-        self._pages = {"rcp": rcp, "findings": findings, "cons": cons, "arm": arm}
-        for page in self._pages.values():
-            self.options_stack.addWidget(page)
+        self._pages: dict[str, QWidget] = {}
+        self._page_fields: dict[str, dict[tuple, QWidget]] = {}  # protocol -> its fields by path
+        self._batch_fields: dict[tuple, QWidget] = {}
+        self._building: dict[tuple, QWidget] = self._batch_fields  # where _field puts a new field
+        self._defaults: dict[tuple, object] = {}  # (protocol, path) -> the model's default
+        self._shown_as: dict[tuple, object] = {}  # (protocol, path) -> document value to widget value
+        self._parsed_as: dict[tuple, object] = {}  # (protocol, path) -> widget value to (value, remove)
+        self.settings_note: QLabel | None = None  # RCP's page: the project's tau, theta and weighting
+        self.reference_combo: QComboBox | None = None
         return box
+
+    @property
+    def fields(self) -> dict[tuple, QWidget]:
+        """The fields of the protocol shown, and the batch's, by their path in the document."""
+        return {**self._page_fields.get(self.protocol, {}), **self._batch_fields}
+
+    def _page(self, protocol: str) -> QWidget:
+        if protocol in self._pages:
+            return self._pages[protocol]
+        from workbench.ui.widgets.protocol_pages import OWN_FIELDS, OWN_PAGES
+
+        self._building = self._page_fields.setdefault(protocol, {})
+        try:
+            builder = OWN_PAGES.get(protocol)
+            own = OWN_FIELDS.get(protocol, ((), None))
+            page = builder(self) if builder is not None else self._model_page(protocol, *own)
+        finally:
+            self._building = self._batch_fields
+        try:
+            from workbench.core.runs.config import model_for
+
+            model = model_for(protocol)
+            for path in self._page_fields[protocol]:
+                field = model.model_fields.get(path[0])
+                if len(path) == 1 and field is not None and not field.is_required():
+                    self._defaults.setdefault((protocol, path), field.get_default(call_default_factory=True))
+        except KeyError:
+            pass
+        self._pages[protocol] = page
+        self.options_stack.addWidget(page)
+        return page
+
+    def _model_page(self, protocol: str, own: tuple = (), add_own=None) -> QWidget:
+        """The page of the fields ``protocol``'s declared config adds to the shared ones."""
+        from workbench.core.runs.config import RunConfigBase, model_for
+        from workbench.ui.widgets.option_fields import option_fields, shown_value, value_of
+
+        page = QWidget()
+        form = _form(page)
+        try:
+            model = model_for(protocol)
+        except KeyError:
+            note = QLabel(f"No protocol named {protocol!r} is registered: the options are the JSON's.", page)
+            note.setWordWrap(True)
+            form.addRow(note)
+            return page
+        made = option_fields(model, skip=(*RunConfigBase.model_fields, *own))
+        for f in made:
+            self._defaults[(protocol, f.path)] = f.default
+            self._field(form, f.label, f.path, f.widget, shown=lambda v, f=f: shown_value(f, v),
+                        parsed=lambda raw, _doc, f=f: value_of(f, raw))
+            f.widget.setToolTip(f.tip)
+        if add_own is not None:
+            add_own(self, form)
+        if not made and add_own is None:
+            note = QLabel("This protocol has no options of its own.", page)
+            note.setStyleSheet("color: palette(placeholder-text);")
+            form.addRow(note)
+        return page
 
     def _build_batch(self) -> QGroupBox:
         box = QGroupBox("Batch", self)
@@ -361,10 +416,21 @@ class RunConfigEditor(QWidget):
         self._field(form, "Replicates", ("batch", "replicates"), _int(1, 10_000))
         return box
 
-    def _field(self, form: QFormLayout, label: str, path: tuple, widget: QWidget) -> None:
-        self.fields[path] = widget
+    def _field(self, form: QFormLayout, label: str, path: tuple, widget: QWidget, *, shown=None, parsed=None) -> None:
+        """A field of the page being built: ``shown(value)`` is what the widget shows for the
+        document's value, ``parsed(raw, doc)`` the document's value for the widget's (a pair
+        ``(value, remove)`` from an option field's, a plain value from a page's own)."""
+        self._building[path] = widget
+        protocol = next((p for p, fields in self._page_fields.items() if fields is self._building), None)
+        if shown is not None:
+            self._shown_as[(protocol, path)] = shown
+        if parsed is not None:
+            self._parsed_as[(protocol, path)] = parsed
         form.addRow(label, widget)
-        handler = lambda *_a, p=path: self._on_field(p)  # noqa: E731
+
+        def handler(*_a, p=path) -> None:  # (any signal's arguments: the field's path says which)
+            self._on_field(p)
+
         if isinstance(widget, (QDoubleSpinBox, QSpinBox)):
             widget.valueChanged.connect(handler)
         elif isinstance(widget, QCheckBox):
@@ -382,7 +448,7 @@ class RunConfigEditor(QWidget):
 
     @property
     def protocol(self) -> str:
-        return self._doc.get("protocol", "rcp")
+        return self._doc.get("protocol") or (default_protocol() if self._doc else "")
 
     @property
     def name(self) -> str:
@@ -415,17 +481,15 @@ class RunConfigEditor(QWidget):
             self._validate()
 
     def _show(self, doc: dict) -> None:
-        from workbench.core.protocols.arm.config import DEFAULTS as ARM
-        from workbench.core.protocols.cons import config as cons
-        from workbench.core.protocols.findings.config import DEFAULT_THRESHOLD
-        from workbench.core.protocols.rcp.config import DEFAULT_TAU, DEFAULT_THETA
-
         self._loading = True
         try:
             self.name_edit.setText(str(doc.get("label", "")))
-            protocol = doc.get("protocol", "rcp")
+            protocol = (doc.get("protocol") or default_protocol()) if doc else ""
+            if doc:
+                self._fill_protocols(protocol)
+                self.options_stack.setCurrentWidget(self._page(protocol))
             self.protocol_combo.setCurrentIndex(max(self.protocol_combo.findData(protocol), 0))
-            self.options_stack.setCurrentWidget(self._pages.get(protocol, self._pages["rcp"]))
+            self._show_prompt_sets(doc)
             self.query_edit.setPlainText(str(doc.get("query", "")))
             self.seed_edit.setText(str(doc.get("seed", 0)))
             self.dispatch_combo.setCurrentIndex(max(self.dispatch_combo.findData(doc.get("dispatch", "concurrent")), 0))
@@ -434,41 +498,53 @@ class RunConfigEditor(QWidget):
             self.echo_check.setChecked(isinstance(echo, dict))
             self.echo_interval.setValue(int((echo or {}).get("interval", 10)) if isinstance(echo, dict) else 10)
             self.echo_interval.setEnabled(isinstance(echo, dict))
-            self.reference_combo.clear()
-            self.reference_combo.addItem("(the first cluster)", None)
-            for c in doc.get("clusters") or []:
-                if isinstance(c, dict):
-                    self.reference_combo.addItem(str(c.get("name", "")), c.get("name"))
-            arm = doc.get("arm") or {}
+            fields = self._page_fields.get(protocol, {}) if doc else {}
+            reference = fields.get(("reference",))
+            if isinstance(reference, QComboBox):  # the reference cluster: one of the document's clusters
+                reference.clear()
+                reference.addItem("(the first cluster)", None)
+                for c in doc.get("clusters") or []:
+                    if isinstance(c, dict):
+                        reference.addItem(str(c.get("name", "")), c.get("name"))
+            for path, widget in fields.items():
+                value = _at(doc, path, self._defaults.get((protocol, path)))
+                shown = self._shown_as.get((protocol, path))
+                self._put(widget, shown(value) if shown is not None else value)
             batch = doc.get("batch") if isinstance(doc.get("batch"), dict) else None
-            values = {("theta",): doc.get("theta", DEFAULT_THETA), ("tau",): doc.get("tau", DEFAULT_TAU),
-                      ("weighted",): doc.get("weighted", False), ("reference",): doc.get("reference"),
-                      ("ballot_mode",): doc.get("ballot_mode", False),
-                      ("refinement_rounds",): doc.get("refinement_rounds", 0),
-                      ("threshold",): doc.get("threshold", DEFAULT_THRESHOLD),
-                      ("findings",): findings_text(doc.get("findings") or []),
-                      ("question_id",): doc.get("question_id", cons.DEFAULT_QUESTION_ID),
-                      ("options",): "\n".join(str(o) for o in doc.get("options") or []),
-                      ("consensus_threshold",): doc.get("consensus_threshold", cons.DEFAULT_CONSENSUS_THRESHOLD),
-                      ("count_threshold",): doc.get("count_threshold", cons.DEFAULT_COUNT_THRESHOLD),
-                      ("min_voters",): doc.get("min_voters", cons.DEFAULT_MIN_VOTERS),
-                      ("max_challenge_rounds",): doc.get("max_challenge_rounds", cons.DEFAULT_MAX_CHALLENGE_ROUNDS),
-                      ("batch", "name"): (batch or {}).get("name", ""),
+            values = {("batch", "name"): (batch or {}).get("name", ""),
                       ("batch", "questions"): "\n".join(str(q) for q in (batch or {}).get("questions") or []),
                       ("batch", "provider_mixes"): mixes_text((batch or {}).get("provider_mixes") or []),
                       ("batch", "replicates"): (batch or {}).get("replicates", 1)}
-            for key in ("silent_draw", "gamma_context", "role_injection", "fap_threshold", "fap_max_attempts",
-                        "fap_requeue", "dispatch", "schema_version"):
-                values[("arm", key)] = arm.get(key, ARM[key]) if isinstance(arm, dict) else ARM[key]
             for path, value in values.items():
-                self._put(self.fields[path], value)
+                self._put(self._batch_fields[path], value)
             self.batch_check.setChecked(batch is not None)
-            for path, w in self.fields.items():
-                if path[0] == "batch":
-                    w.setEnabled(batch is not None)
+            for w in self._batch_fields.values():
+                w.setEnabled(batch is not None)
             self._show_settings_note()
         finally:
             self._loading = False
+
+    def set_protocols(self, choices: list[tuple[str, str]]) -> None:
+        """The protocol list, as the panel read it from the registry (off the GUI thread)."""
+        if self.protocol_combo.count() == 0 and choices:
+            self._loading = True
+            try:
+                for name, text in choices:
+                    self.protocol_combo.addItem(text, name)
+                self.protocol_combo.setCurrentIndex(max(self.protocol_combo.findData(self.protocol), 0))
+            finally:
+                self._loading = False
+
+    def _fill_protocols(self, current: str) -> None:
+        """The protocol list: every registered protocol a run may name (plugins too), from the
+        registry (read the first time a document is shown, unless the panel gave it already); a
+        document naming a protocol not registered keeps it, marked."""
+        combo = self.protocol_combo
+        if combo.count() == 0:
+            for name, text in protocol_choices():
+                combo.addItem(text, name)
+        if current and combo.findData(current) < 0:
+            combo.addItem(f"{current} (not registered)", current)
 
     # ----- tau, theta and weighting: the project's ---------------------------------------------
     def set_origin(self, follows_project: bool) -> None:
@@ -491,16 +567,20 @@ class RunConfigEditor(QWidget):
             self._show_settings_note()
 
     def _project_values(self) -> dict:
-        """The keys the project sets in this document (none unless it follows the project and is RCP)."""
-        if not (self.follows_project and self.project_settings and self._doc.get("protocol", "rcp") == "rcp"
-                and self._doc):
+        """The keys the project sets in this document: none unless it follows the project and its
+        protocol's config takes them (``panel_edits.project_keys``: RCP's tau, theta, weighting)."""
+        if not (self.follows_project and self.project_settings and self._doc):
             return {}
-        return {k: self.project_settings[k] for k in PROJECT_KEYS if k in self.project_settings}
+        return {k: self.project_settings[k] for k in project_keys(self.protocol) if k in self.project_settings}
 
     def _show_settings_note(self) -> None:
+        if self.settings_note is None:  # no page showing the project's settings yet
+            return
         follows = self.follows_project and self.project_settings is not None
+        fields = self._page_fields.get(self.protocol, {})
         for key in PROJECT_KEYS:
-            self.fields[(key,)].setEnabled(not follows)
+            if (key,) in fields:
+                fields[(key,)].setEnabled(not follows)
         settings = self.project_settings or {}
         if follows:
             self.settings_note.setText(f"τ {settings.get('tau', '?'):g}, θ {settings.get('theta', '?'):g}, "
@@ -570,15 +650,19 @@ class RunConfigEditor(QWidget):
         if self._loading:
             return
         value = self._value(self.fields[path])
-        if path == ("findings",):
-            value = parse_findings(value, self._doc.get("findings") or [])
-        elif path in (("options",), ("batch", "questions")):
+        parsed = self._parsed_as.get((self.protocol, path)) if path[0] != "batch" else None
+        remove = False
+        if parsed is not None:
+            value = parsed(value, self._doc)
+            if isinstance(value, tuple):  # an option field's (value, remove)
+                value, remove = value
+        elif path == ("batch", "questions"):
             value = _lines(value)
         elif path == ("batch", "provider_mixes"):
             value = parse_mixes(value)
         if path[0] == "batch" and "batch" not in self._doc:
             return
-        if value is None and path in (("reference",), ("arm", "dispatch")):
+        if remove or value is None:  # a choice left at "(default)", an optional text emptied
             self._set(path, None, remove=True)
         else:
             self._set(path, value)
@@ -617,11 +701,13 @@ class RunConfigEditor(QWidget):
         old = self.protocol
         if new == old:
             return
-        mine = {k: self._doc.pop(k) for k in PROTOCOL_KEYS.get(old, ()) if k in self._doc}
+        # Its own options go aside, and so do its templates (a prompt set, a step's override: the
+        # steps are the protocol's), until it is chosen again.
+        mine = {k: self._doc.pop(k) for k in (*own_keys(old), "prompt_set", "prompts") if k in self._doc}
         self._stash[old] = mine
         self._doc.update(self._stash.pop(new, {}))
         self._doc["protocol"] = new
-        self.options_stack.setCurrentWidget(self._pages[new])
+        self.options_stack.setCurrentWidget(self._page(new))
         self._show(self._doc)
         self._show_json()
         self._changed()
@@ -693,9 +779,10 @@ class RunConfigEditor(QWidget):
     def _validate(self) -> None:
         doc = self.document()
         if self._reader is None:
-            self._on_checked(check_document(doc))
+            self._on_checked(check_document(doc, self._prompt_sets))
             return
-        self._reader.load(lambda _cancel: check_document(doc), self._on_checked,
+        sets = self._prompt_sets
+        self._reader.load(lambda _cancel: check_document(doc, sets), self._on_checked,
                           on_failed=lambda e: self._on_checked(Check(False, f"could not be checked: {e.message}")))
 
     def _on_checked(self, check: Check) -> None:
@@ -722,13 +809,58 @@ class RunConfigEditor(QWidget):
             self._flagged = target
 
     def _widget_for(self, path: str) -> QWidget | None:
-        head = path.split(".")[0].split("[")[0]
-        second = path.split(".")[1].split("[")[0] if "." in path else ""
-        if (head, second) in self.fields:
-            return self.fields[(head, second)]
-        if (head,) in self.fields:
-            return self.fields[(head,)]
+        parts = tuple(p.split("[")[0] for p in path.split("."))
+        fields = self.fields
+        for n in range(len(parts), 0, -1):  # the deepest field holding the path ("arm.budgets.r1")
+            if parts[:n] in fields:
+                return fields[parts[:n]]
         return {"query": self.query_edit, "seed": self.seed_edit, "dispatch": self.dispatch_combo,
                 "protocol": self.protocol_combo, "providers": self.concurrency_box, "label": self.name_edit,
-                "echo": self.echo_interval}.get(head)
+                "echo": self.echo_interval, "prompt_set": self.prompt_set_combo}.get(parts[0])
+
+    # ----- prompt sets -----------------------------------------------------------------------
+    def set_prompt_sets(self, sets: list) -> None:
+        """The project's prompt sets (``prompt_sets.all_sets``, read with the panel): the picker
+        offers those of the document's protocol, and a document naming another is refused as a
+        run would refuse it."""
+        sets = list(sets)
+        if sets == self._prompt_sets:
+            return
+        self._prompt_sets = sets
+        self._loading = True
+        try:
+            self._show_prompt_sets(self._doc)
+        finally:
+            self._loading = False
+        if self._doc.get("prompt_set"):
+            self._changed()  # checked again against the sets the project has now
+
+    def _show_prompt_sets(self, doc: dict) -> None:
+        combo, protocol = self.prompt_set_combo, self.protocol if doc else ""
+        wanted: list[tuple[str, object]] = [("the protocol's default templates", None)]
+        newest: dict[str, object] = {}
+        for s in self._prompt_sets or []:  # newest first: the first of each name is what a run uses
+            if s.protocol == protocol and s.name not in newest:
+                newest[s.name] = s
+                steps = ", ".join(sorted(s.templates))
+                wanted.append((f"{s.name} @{s.sha256[:8]} ({steps})", s.name))
+        named = doc.get("prompt_set") if isinstance(doc.get("prompt_set"), str) else None
+        if named and named not in newest:
+            wanted.append((f"{named} (not in this project)", named))
+        if [(combo.itemText(i), combo.itemData(i)) for i in range(combo.count())] != wanted:
+            combo.blockSignals(True)
+            combo.clear()
+            for text, data in wanted:
+                combo.addItem(text, data)
+            combo.blockSignals(False)
+        combo.blockSignals(True)
+        combo.setCurrentIndex(max(combo.findData(named), 0) if named else 0)
+        combo.blockSignals(False)
+        combo.setEnabled(bool(doc))
+
+    def _on_prompt_set_chosen(self, _index: int) -> None:
+        if self._loading or not self._doc:
+            return
+        name = self.prompt_set_combo.currentData()
+        self._set(("prompt_set",), name, remove=name is None)
 

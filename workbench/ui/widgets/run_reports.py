@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 from workbench.services.reads import Reader
 from workbench.ui.widgets.report_view import ReportView
 
+
 class RunReports(QWidget):
     def __init__(self, model, parent: QWidget | None = None):
         super().__init__(parent)

@@ -7,7 +7,16 @@ from __future__ import annotations
 from datetime import datetime
 
 from PySide6.QtCore import QEvent, QSize, Qt, QTimer
-from PySide6.QtGui import QAbstractTextDocumentLayout, QBrush, QColor, QFont, QPainter, QPalette, QTextCursor, QTextDocument
+from PySide6.QtGui import (
+    QAbstractTextDocumentLayout,
+    QBrush,
+    QColor,
+    QFont,
+    QPainter,
+    QPalette,
+    QTextCursor,
+    QTextDocument,
+)
 from PySide6.QtWidgets import QLabel, QToolTip, QWidget
 
 from workbench.ui.widgets.manual_prompt import ACCENT, escape_html
@@ -24,6 +33,9 @@ QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's QWIDGETSIZE_MAX: no maximum
 SIM_BADGE = "#6b4fbb"
 SIM_NOTE = "SIM: simulated panel, no model was called"
 WAITING = "waiting for a human decision"  # the runner's reason for a run stopped for its conductor
+# ... and for a run that waits for a provider's batch (SPEC §10: stored "interrupted", resumable; its
+# reason carries the provider's counts as last polled): listed as waiting, as `rwb runs` lists it.
+WAITING_FOR_BATCH = "waiting for the provider's batch"
 
 
 def progress_text(p, *, eta: bool = True) -> str:
@@ -162,10 +174,13 @@ def run_row(r, counts, batch_id: str | None = None) -> dict:  # r: a RunListRow;
     glyph = RUN_STATUS.get(r.status, ("?", ""))[0]
     calls, failed, invalid = (r.calls, r.failed, r.invalid) if counts is None else \
         (counts.calls, counts.failed, counts.invalid)
+    status_text = f"{glyph} {r.status}"
+    if r.status == "interrupted" and (r.error or "").startswith(WAITING_FOR_BATCH):
+        status_text = "⧗ waiting for batch"  # the counts: in its tooltip (the error) and the calls' heading
     return {"id": r.id, "name": run_title(r, status=False, sim=False), "protocol": r.protocol, "label": r.label,
             "status": r.status, "simulated": r.simulated, "replicate": getattr(r, "replicate", None),
             "started_at": r.started_at, "error": r.error, "calls": calls or 0, "failed": failed or 0,
-            "invalid": invalid or 0, "status_text": f"{glyph} {r.status}", "sim": "SIM" if r.simulated else "",
+            "invalid": invalid or 0, "status_text": status_text, "sim": "SIM" if r.simulated else "",
             "started": local_time(r.started_at), "batch_id": batch_id}
 
 

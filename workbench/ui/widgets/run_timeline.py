@@ -22,9 +22,11 @@ from workbench.ui.widgets.record_table import RecordTable
 # The round is last: the phase strip above the table names the rounds.
 # "#" is the call's number in its run, from 1 (the record's id, counted across the project, is
 # in the row's "id" and in the Trace Inspector).
+# "Template" is the step and hash of the template that made the call (✎: not the default; the
+# call's detail says which prompt set), once the call is stored.
 CALL_COLUMNS = (("n", "#"), ("purpose", "Purpose"), ("agent_id", "Agent"), ("status_text", "Status"),
                 ("latency", "Latency (ms)"), ("tokens", "Tokens"), ("cost", "Cost"), ("attempts", "Attempts"),
-                ("round", "Round"), ("reason", "Reason"))
+                ("round", "Round"), ("template", "Template"), ("reason", "Reason"))
 # A glyph with every status, so a status reads without colour too.
 CALL_STATUS = {"ok": "✔", "invalid": "⚠", "error": "✖", "rate_limited": "⧗", "cancelled": "■", "running": "◌",
                "waiting": "⧗"}

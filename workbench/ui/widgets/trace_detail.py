@@ -23,10 +23,26 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QFontDatabase, QPalette
-from PySide6.QtWidgets import (QButtonGroup, QFrame, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-                               QPlainTextEdit, QPushButton, QRadioButton, QScrollArea, QTableWidget,
-                               QTableWidgetItem, QTabWidget, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QRadioButton,
+    QScrollArea,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
+from workbench.core.protocols.shared.tiers import label as tier_label
 from workbench.ui import theme
 from workbench.ui.widgets.call_detail import CallDetailView
 
@@ -50,7 +66,6 @@ HEADER_KEYS = ("claim", "confidence", "verdict")
 NUMBERED = ("critical_path",)
 VERDICT_COLOURS = {"ok": "ok", "suspect": "warning", "wrong": "error"}
 VERDICT_GLYPHS = {"ok": "✓", "suspect": "?", "wrong": "✗"}
-TIER_GLYPHS = {"positive_consensus": "●", "positive_polar": "▲", "negative_polar": "▽", "negative_consensus": "■"}
 
 
 # ----- small HTML helpers -------------------------------------------------------------------------
@@ -255,12 +270,19 @@ def call_sections(d) -> list[tuple[str, str, str, bool]]:
                      "vote": lambda p: f"vote on {p['key']}: {p['status']}" + (f" ({p['reason']})" if p.get('reason') else ""),
                      "trace": lambda p: f"trace R{p['round']} {p['role']}" + ("" if p["ok"] else " (invalid)"),
                      "ballot": lambda p: f"ballot: {p['status']}",
-                     "finding_vote": lambda p: f"finding vote on {p['finding']}: {p['status']}"}[p["kind"]](p)
+                     "finding_vote": lambda p: f"finding vote on {p['finding']}: {p['status']}",
+                     "protocol_record": lambda p: f"{p['record_kind']} {p.get('key') or ''}".strip(),
+                     }.get(p["kind"], lambda p: p["kind"])(p)
             link = f"<a href='record:{p['kind']}:{p['id']}'>{esc(label)}</a>" if p["kind"] != "artifact" else esc(label)
             items.append(f"<li>{link}</li>")
         out.append(("products", "What the reply became", "<ul style='margin:0'>" + "".join(items) + "</ul>", False))
     if d.extras.get("state"):
         out.append(("state", "Resonance state of its artifact", state_html(d.extras["state"]), False))
+    if d.extras.get("score"):
+        out.append(("score", "Against the known answer", score_html(d.extras["score"]), False))
+    origin = d.extras.get("template")  # prompt_sets.TemplateOrigin: which template (and set) made it
+    if origin is not None:
+        out.append(("template", "Template", template_html(origin), True))
     out.append(("_record", "Call", pairs({"step": c.step_key, "purpose": c.purpose, "agent": c.agent_id,
                                           "provider": c.provider, "model": c.model, "status": c.status,
                                           "attempts": c.attempts, "cached": c.cached, "started": c.started_at,
@@ -277,11 +299,38 @@ def state_html(state: dict) -> str:
     return head + pairs(keep)
 
 
+# A verdict against a known answer (SPEC §8): its words carry it; the chip's colour is no tier's.
+VERDICT_CHIPS = {"correct": ("✓ correct", "info", False), "incorrect": ("✗ incorrect", "error", True),
+                 "unscorable": ("? unscorable", "muted", True)}
+
+
+def verdict_chip(verdict: str | None) -> str:
+    if not verdict:
+        return ""
+    text, key, outline = VERDICT_CHIPS.get(verdict, (verdict, "muted", True))
+    return chip(text, key, outline=outline)
+
+
+def score_html(score: dict) -> str:
+    """An artifact's verdict, the answer read from it and the known one; then the run's final
+    answer(s) with theirs (record_detail._score)."""
+    head = verdict_chip(score.get("score"))
+    body = pairs({"answer read from it": score.get("extracted") or "— (none could be read)",
+                  "known answer": score.get("answer"), "answer type": score.get("answer_type"),
+                  "item": score.get("item")})
+    finals = [(f"<li>{verdict_chip(a.get('score'))} {esc(a.get('extracted') or '—')} "
+               f"<span style='color:{theme.css('muted')}'>({esc(a.get('key'))}, from {esc(a.get('agent') or 'no agent')})"
+               "</span></li>") for a in score.get("final") or []]
+    if finals:
+        body += "<b>The run's final answer</b><ul style='margin:0'>" + "".join(finals) + "</ul>"
+    return head + body
+
+
 def tier_chip(tier: str | None) -> str:
     if not tier:
         return ""
     outline = tier == "negative_polar"  # UI.md: negative polar is orange, outlined
-    return chip(f"{TIER_GLYPHS.get(tier, '')} {tier.replace('_', ' ')}", tier, outline=outline)
+    return chip(tier_label(tier), tier, outline=outline)
 
 
 def vote_sections(d) -> list[tuple[str, str, str, bool]]:
@@ -297,6 +346,8 @@ def vote_sections(d) -> list[tuple[str, str, str, bool]]:
                             f" ({artifact.get('author_cluster') or '?'})", text_html(artifact.get("content")), False))
     if d.extras.get("state"):
         out.append(("state", "Resonance state of the artifact", state_html(d.extras["state"]), False))
+    if d.extras.get("score"):
+        out.append(("score", "The artifact against the known answer", score_html(d.extras["score"]), False))
     if r["status"] == "valid" and r.get("raw"):
         out.append(("raw", "Raw reply", mono(r["raw"]), False))
     out.append(("_record", "Vote", pairs({"voter": r["voter_agent"], "value": r["value"], "status": r["status"],
@@ -352,12 +403,38 @@ def finding_vote_sections(d) -> list[tuple[str, str, str, bool]]:
     return out
 
 
+def template_html(origin) -> str:
+    """Which template made a call (``prompt_sets.TemplateOrigin``): its step and hash, and whether
+    it is the default, the run's prompt set's or the config's own."""
+    source = {"default": chip("default", "muted", outline=True), "config": chip("✎ edited in the config", "info"),
+              "prompt set": chip(f"✎ prompt set {(origin.prompt_set or {}).get('name', '')} "
+                                 f"@{str((origin.prompt_set or {}).get('sha256', ''))[:8]}", "info")}
+    return (f"<b>{esc(origin.step or '?')}</b> <code title='{esc(origin.sha256)}'>@{esc(origin.sha256[:12])}</code> "
+            f"{source.get(origin.source, chip('not in the run provenance', 'warning', outline=True))}")
+
+
+def protocol_record_sections(d) -> list[tuple[str, str, str, bool]]:
+    """A protocol's own record (a plugin's kind, stored as JSON): its data, then where it came from."""
+    r, data = d.record, d.extras.get("data")
+    out = []
+    if isinstance(data, dict) and data.get("valid") is False:
+        out.append(("why", "Why it was refused", f"<b style='color:{theme.css('error')}'>"
+                                                 f"{text_html(data.get('problem') or 'not valid')}</b>", False))
+    body = pairs(data) if isinstance(data, dict) and all(not isinstance(v, (dict, list)) for v in data.values()) \
+        else mono(json.dumps(data, ensure_ascii=False, indent=2))
+    out.append(("data", "Data", body, False))
+    out.append(("_record", "Record", pairs({"protocol": r.get("protocol"), "kind": r.get("kind"), "key": r.get("key"),
+                                            "agent": r.get("agent_id"), "call": r.get("call_id"),
+                                            "stored at": r.get("created_at")}), False))
+    return out
+
+
 def sections(d) -> list[tuple[str, str, str, bool]]:
     """The detail's sections for any kind of record (``d``: record_detail.RecordDetail)."""
     if d.kind == "trace":
         return trace_sections(d.extras.get("trace_json") or {}, d.record)
     own = {"call": call_sections, "vote": vote_sections, "ballot": ballot_sections, "finding": finding_sections,
-           "finding_vote": finding_vote_sections}[d.kind](d)
+           "finding_vote": finding_vote_sections, "protocol_record": protocol_record_sections}[d.kind](d)
     return quality_sections(d) + own
 
 
@@ -392,12 +469,13 @@ def headline(d) -> tuple[str, str, str]:
         c = d.call
         title = f"Call #{d.id} · {r['purpose']} · {r.get('agent_id') or '?'} · {where}"
         text = (c.reply_text if c and c.reply_text else r.get("error") or "(no reply)")
-        return title, _clip(text), ""
+        return title, _clip(text), _score_measures(d.extras.get("score"))
     if d.kind == "vote":
         artifact = (d.extras.get("artifact") or {}).get("key", "?")
         value = {1: "YES", 0: "NO"}.get(r["value"], r["status"].upper())
         return (f"Vote #{d.id} · {r['voter_agent']} · {where}", f"{value} on {artifact}",
-                tier_chip((d.extras.get("state") or {}).get("tier")))
+                " ".join(p for p in (tier_chip((d.extras.get("state") or {}).get("tier")),
+                                     _score_measures(d.extras.get("score"))) if p))
     if d.kind == "ballot":
         conf = r.get("confidence")
         return (f"Ballot #{d.id} · {r['agent_id']} · round {r['challenge_round'] + 1} · {where}",
@@ -406,9 +484,23 @@ def headline(d) -> tuple[str, str, str]:
     if d.kind == "finding":
         return (f"Finding {d.id} · {where}", str(r["claim"]),
                 f"<span style='font-size:large'>Score <b>{number(r.get('score'))}</b> · {esc(r.get('status'))}</span>")
+    if d.kind == "protocol_record":
+        data = d.extras.get("data")
+        summary = " · ".join(f"{k}: {v}" for k, v in data.items() if not isinstance(v, (dict, list))) \
+            if isinstance(data, dict) else json.dumps(data, ensure_ascii=False)
+        return (f"{r.get('kind') or 'record'} #{d.id} · {r.get('agent_id') or '?'} · {where}",
+                _clip(f"{r.get('key') or ''}: {summary}" if r.get("key") else summary), "")
     return (f"Finding vote #{d.id} · {r['agent']} · on {r['finding_id']} · {where}",
             f"{(r.get('vote_type') or 'invalid').upper()}",
             f"<span style='font-size:large'>Confidence <b>{number(r.get('confidence'))}</b></span>")
+
+
+def _score_measures(score: dict | None) -> str:
+    """The header's line for an artifact scored against a known answer: what was read, the verdict."""
+    if not score:
+        return ""
+    return (f"<span style='font-size:large'>Answer <b>{esc(score.get('extracted') or '—')}</b></span> "
+            f"{verdict_chip(score.get('score'))}")
 
 
 def _clip(text: str, n: int = 600) -> str:
@@ -423,9 +515,11 @@ def badges(d) -> str:
         out.append(chip("SIM", "sim"))
     valid = {"trace": bool(r.get("ok", 1)), "call": (r.get("status") == "ok"),
              "vote": r.get("status") == "valid", "ballot": r.get("status") == "valid",
-             "finding_vote": r.get("status") == "valid", "finding": True}[d.kind]
+             "finding_vote": r.get("status") == "valid", "finding": True,
+             "protocol_record": not (isinstance(d.extras.get("data"), dict) and d.extras["data"].get("valid") is False),
+             }.get(d.kind, True)
     if not valid:
-        status = r.get("status") if d.kind != "trace" else "invalid"
+        status = r.get("status") if d.kind not in ("trace", "protocol_record") else "invalid"
         out.append(chip(f"✖ {status}", "error"))
     if d.notes:
         v = d.notes[0].verdict
@@ -794,7 +888,7 @@ class RecordDetailView(QWidget):
             return
         self.tabs.setEnabled(True)
         self._show_coloured(d)
-        self.call_view.show_detail(d.call, note="" if d.call else _no_call(d))
+        self.call_view.show_detail(d.call, note="" if d.call else _no_call(d), origin=d.extras.get("template"))
         self.tabs.setTabText(self.tab_json, "Trace JSON" if d.kind == "trace" else "Record JSON")
         self.json.setPlainText(record_json(d))
         checks = d.extras.get("stored") if d.kind == "trace" else None

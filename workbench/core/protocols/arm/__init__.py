@@ -91,7 +91,6 @@ from workbench.core.protocols.arm.replies import parse_reply, repair_reply
 from workbench.core.protocols.arm.report import metrics_report, run_report
 from workbench.core.protocols.arm.rounds import ArmRunConfig, run_arm
 from workbench.core.protocols.arm.stored import stored_checks
-from workbench.core.protocols.arm.versions import RULES, ArmBuild, detect_build
 from workbench.core.protocols.arm.trace import (
     ArmRun,
     RunMeta,
@@ -102,6 +101,7 @@ from workbench.core.protocols.arm.trace import (
     run_to_upstream,
     trace_to_upstream,
 )
+from workbench.core.protocols.arm.versions import RULES, ArmBuild, detect_build
 
 __all__ = [
     # model

@@ -8,9 +8,7 @@ run configuration (its query, and its agents' roles).
 
 from __future__ import annotations
 
-from typing import Literal, get_args
-
-from typing import Annotated
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 

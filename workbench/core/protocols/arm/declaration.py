@@ -13,6 +13,7 @@ from workbench.core.protocols.arm.records import finish, prepare, read, reply_mo
 from workbench.core.protocols.arm.rehearse import rehearse
 from workbench.core.protocols.arm.report import section
 from workbench.core.protocols.arm.steps import IDENTITY
+from workbench.core.protocols.arm.study_metrics import METRICS as STUDY_METRICS
 from workbench.core.protocols.shared.declaration import Prompts, ValidityUnit
 
 STEP_NAMES = frozenset(s.name for s in IDENTITY.steps)
@@ -97,5 +98,6 @@ def generator(cfg, prompts: Prompts):
 
 PROTOCOL = replace(
     IDENTITY, config=ArmRunOptions, generator=generator, read=read, reply_model=reply_model, prepare=prepare,
-    finish=finish, validity=ValidityUnit("trace", "traces"), report=section, sim="workbench.core.sim.arm_r2",
+    finish=finish, validity=ValidityUnit("trace", "traces"), report=section, metrics=STUDY_METRICS,
+    sim="workbench.core.sim.arm_r2",
 )

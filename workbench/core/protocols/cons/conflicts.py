@@ -30,8 +30,16 @@ from typing import Literal
 
 from workbench.core.limits import MAX_CONFLICT_POSITIONS, MAX_NEAR_DUPLICATE_PAIRS
 from workbench.core.protocols.cons.models import (
-    TOL, Ballot, ConflictType, ConsQuestion, EscalationReason, Position, Severity,
-    SuppliedConflict, _Model)
+    TOL,
+    Ballot,
+    ConflictType,
+    ConsQuestion,
+    EscalationReason,
+    Position,
+    Severity,
+    SuppliedConflict,
+    _Model,
+)
 
 SEVERITY_SHARE = 1 / 3  # minority weight share from which a split counts as substantial
 SEVERITY_CONFIDENCE = 0.7  # mean confidence from which a side counts as firmly held

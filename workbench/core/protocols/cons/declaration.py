@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from workbench.core.protocols.cons.config import ConsOptions
+from workbench.core.protocols.cons.metrics import METRICS
 from workbench.core.protocols.cons.report import outcome_json, section
 from workbench.core.protocols.cons.run import (
     BallotReply,
@@ -67,5 +68,5 @@ def finish(cfg, run_id: str, result) -> Finished:
 PROTOCOL = replace(
     IDENTITY, config=ConsRunOptions, generator=generator, read=read, reply_model=reply_model, prepare=prepare,
     finish=finish, validity=ValidityUnit("cons_ballot", "ballots", step_kind="ballot"), report=report,
-    sim="workbench.core.sim.cons",
+    metrics=METRICS, sim="workbench.core.sim.cons",
 )

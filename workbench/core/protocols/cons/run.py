@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-
 from functools import lru_cache
 from typing import Annotated, Literal
 

@@ -21,9 +21,23 @@ from pydantic import ValidationError
 
 from workbench.core.errors import InputError
 from workbench.core.protocols.cons.conflicts import (
-    Escalation, build_escalations, detect_conflicts, mark_escalated, suspicious_unanimity)
+    Escalation,
+    build_escalations,
+    detect_conflicts,
+    mark_escalated,
+    suspicious_unanimity,
+)
 from workbench.core.protocols.cons.models import (
-    TOL, Ballot, ConsQuestion, NextAction, Verdict, _Model, parse_ballots, parse_question, to_input_error)
+    TOL,
+    Ballot,
+    ConsQuestion,
+    NextAction,
+    Verdict,
+    _Model,
+    parse_ballots,
+    parse_question,
+    to_input_error,
+)
 from workbench.core.protocols.cons.outcome import ConsOutcome, Opposition, OptionTally, Tally
 from workbench.core.protocols.cons.report import outcome_json
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from workbench.core.protocols.echo.metrics import METRICS
 from workbench.core.protocols.echo.report import section
 from workbench.core.protocols.echo.steps import IDENTITY
 
-PROTOCOL = replace(IDENTITY, report=section)
+PROTOCOL = replace(IDENTITY, report=section, metrics=METRICS)

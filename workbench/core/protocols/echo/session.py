@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from workbench.core.protocols.echo.footer import find_footer
 from workbench.core.protocols.echo.config import DEFAULT_INTERVAL, DEFAULT_PROJECT, RECITAL_MAX_TOKENS
+from workbench.core.protocols.echo.footer import find_footer
 from workbench.core.protocols.echo.inject import check_call, due_checks, turn_call
 from workbench.core.protocols.echo.markers import Marker, MarkerIssuer
 from workbench.core.protocols.echo.models import InjectionPattern, SessionSeed, VerificationEntry, utc_now

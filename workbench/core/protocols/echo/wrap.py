@@ -53,12 +53,12 @@ from workbench.core.protocols.echo.config import (
     check_patterns,
     parse_echo_options,
 )
+from workbench.core.protocols.echo.footer import is_footer_line
 from workbench.core.protocols.echo.inject import carrier, check_call, due_checks, echo_call
 from workbench.core.protocols.echo.markers import Marker, generate_marker, make_rng
 from workbench.core.protocols.echo.models import SessionSeed, VerificationEntry, utc_now
 from workbench.core.protocols.echo.quoting import Quoting
 from workbench.core.protocols.echo.restore import RestorationContext, restore
-from workbench.core.protocols.echo.footer import is_footer_line
 from workbench.core.protocols.echo.session import (  # the session's own note formats, so records match
     EchoSessionSummary,
     _anchor_note,

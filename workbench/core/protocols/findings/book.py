@@ -44,6 +44,7 @@ from workbench.core.limits import (
 )
 from workbench.core.protocols.findings.config import DEFAULT_THRESHOLD, THRESHOLD_RANGE
 from workbench.core.protocols.shared.validation import plain_message
+
 #: Scores within this distance below the threshold still count as reaching it.
 TOLERANCE = 1e-9
 

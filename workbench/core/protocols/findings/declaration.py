@@ -10,6 +10,7 @@ from pydantic import model_validator
 
 from workbench.core.errors import InputError
 from workbench.core.protocols.findings.config import FindingsOptions
+from workbench.core.protocols.findings.metrics import METRICS
 from workbench.core.protocols.findings.report import section
 from workbench.core.protocols.findings.run import (
     FindingsAgent,
@@ -58,5 +59,5 @@ def finish(cfg, run_id: str, result) -> Finished:
 PROTOCOL = replace(
     IDENTITY, config=FindingsRunOptions, generator=generator, read=read, reply_model=reply_model,
     prepare=prepare, finish=finish, validity=ValidityUnit("finding_vote", "findings votes"),
-    report=section, sim="workbench.core.sim.findings",
+    report=section, metrics=METRICS, sim="workbench.core.sim.findings",
 )

@@ -25,8 +25,9 @@ from workbench.core.limits import (
     MAX_VOTE_CELLS,
     too_many,
 )
+
 # Tier names, in the order results are listed (SPEC §1 "Order of results"), are named once, in shared.tiers.
-from workbench.core.protocols.shared.tiers import TIERS
+from workbench.core.protocols.shared.tiers import TIERS  # noqa: F401 — re-exported: rcp.run imports it from here
 from workbench.core.protocols.shared.validation import NameCheck, NameStr, input_error
 
 # Every comparison against theta and tau allows this much floating-point slack (SPEC §1).

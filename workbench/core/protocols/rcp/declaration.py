@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from workbench.core.protocols.rcp.config import RcpOptions
+from workbench.core.protocols.rcp.metrics import METRICS
+from workbench.core.protocols.rcp.report import section
 from workbench.core.protocols.rcp.run import (
     RcpAgent,
     RcpRunConfig,
@@ -14,10 +16,10 @@ from workbench.core.protocols.rcp.run import (
     read,
     run_rcp,
 )
-from workbench.core.protocols.rcp.report import section
 from workbench.core.protocols.rcp.steps import IDENTITY
 from workbench.core.protocols.shared.declaration import Finished, Prompts, ValidityUnit
 from workbench.core.protocols.shared.steps import AgentCall
+
 
 class RcpRunOptions(RcpOptions):
     """RCP's part of a run configuration: θ, τ, weights, the reference cluster, ballot mode and
@@ -48,5 +50,5 @@ def finish(cfg, run_id: str, result) -> Finished:
 
 PROTOCOL = replace(
     IDENTITY, config=RcpRunOptions, generator=generator, read=read, reply_model=reply_model, finish=finish,
-    validity=ValidityUnit("vote", "votes"), report=section, sim="workbench.core.sim.rcp",
+    validity=ValidityUnit("vote", "votes"), report=section, metrics=METRICS, sim="workbench.core.sim.rcp",
 )

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from workbench.core import report_md as md
 from workbench.core.protocols.rcp.guidance import guidance_for, mixed_results_guidance
+from workbench.core.protocols.shared.truth import accuracy_by_tier, run_states, tier_lines
 
 TIER_LABELS = {
     "positive_consensus": "Positive consensus",
@@ -87,6 +88,9 @@ def _artifact(s: Mapping, reference: str, art: Mapping, cast: Sequence[Mapping])
     lines = [f"### `{s['artifact']}` by {author}: {tier}", ""]
     lines += md.block(art.get("text") or "(no text stored)")
     lines.append("")
+    if art.get("score") is not None:  # SPEC §8: scored against the question's known answer
+        read = f" (read as {md.text(art['extracted'])})" if art.get("extracted") is not None else ""
+        lines += [f"- **Against the known answer**: {md.text(art['score'])}{read}"]
     if s["tier"] == "unclassified":
         lines += ["- **Assessment**: not classified: no vote was cast on it.", ""]
     else:
@@ -143,7 +147,8 @@ def report_lines(summary: Mapping, *, reference: str, tau: float | None, artifac
 def section(view) -> list[str]:
     """RCP's section of a run's report (``Protocol.report``), from the stored run's artifacts
     and votes (``view``: a ``shared.declaration.RunView``)."""
-    artifacts = {a["key"]: {"author": a["author"], "cluster": a["cluster"], "text": a["text"]}
+    artifacts = {a["key"]: {"author": a["author"], "cluster": a["cluster"], "text": a["text"],
+                            "extracted": a.get("extracted"), "score": a.get("score")}
                  for a in view.records("artifact")}
     votes: dict[str, list[dict]] = {}
     for v in view.records("vote"):
@@ -152,5 +157,10 @@ def section(view) -> list[str]:
         cast.sort(key=lambda v: str(v["voter"]))
     clusters = view.config.get("clusters") or []
     reference = view.config.get("reference") or (clusters[0]["name"] if clusters else "")
-    return report_lines(view.summary, reference=reference, tau=view.config.get("tau"), artifacts=artifacts,
-                        votes=votes)
+    lines = report_lines(view.summary, reference=reference, tau=view.config.get("tau"), artifacts=artifacts,
+                         votes=votes)
+    # SPEC §8: against a known answer, each tier's accuracy and the AUROC of the resonance score.
+    acc = accuracy_by_tier(run_states(view.summary), {a["key"]: a.get("score") for a in view.records("artifact")})
+    if acc is not None:
+        lines += tier_lines(acc, TIER_LABELS, (view.config.get("item") or {}).get("answer"))
+    return lines

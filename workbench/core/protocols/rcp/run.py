@@ -27,6 +27,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, TypeAdapter, Valida
 import workbench.core.protocols.rcp.classify as rcp
 from workbench.core.protocols.rcp.config import RcpOptions
 from workbench.core.protocols.rcp.steps import IDENTITY
+from workbench.core.protocols.shared.declaration import Prompts, Record, template_echoes
 from workbench.core.protocols.shared.replies import (
     fenced_texts,
     requested_vote,
@@ -34,7 +35,6 @@ from workbench.core.protocols.shared.replies import (
     unquoted,
     verdict_at_start,
 )
-from workbench.core.protocols.shared.declaration import Prompts, Record, template_echoes
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Batch, Note, Reading
 
 # The reply formats: what the vote's and the ballot's parsers need, given to their templates as the

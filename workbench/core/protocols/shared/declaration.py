@@ -93,6 +93,45 @@ class RunView(typing.Protocol):
 
 
 @dataclass(frozen=True)
+class Threshold:
+    """A threshold as votes can meet it (SPEC §9's guardrails): its face ``value``, and the
+    smallest share at or above it that ``voters`` votes can give (``effective``)."""
+
+    path: str  # where the config sets it: "theta", "clusters[1].theta"
+    cluster: str
+    value: float
+    voters: int
+    effective: float
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """A protocol's outcome metrics for studies (SPEC §9), and what a study must know of its settings.
+
+    - ``names``: every metric, in the order a report lists them; ``shares``: those that are a share
+      of the run's items (0 to 1); ``compute(view)``: one stored run's values by name, from a
+      :class:`RunView` (None where a metric is undefined for that run, such as accuracy without a
+      known answer). A study's arm reads the mean of its runs' values.
+    - ``rules``: the config paths that only classify the stored replies (RCP's θ, τ, weights and
+      reference; a findings or CONS threshold), as JSON Pointers, ``*`` standing for any index: an
+      arm that changes nothing else re-classifies the calls of the arm it otherwise equals.
+    - ``separations``: metrics whose runs' values are compared between arms tagged contaminated and
+      clean, as a ROC AUC (ARM's drift).
+    - ``thresholds(cfg)``: the config's thresholds as the votes of a full cluster can meet them
+      (:class:`Threshold`); ``signature(cfg)``: a value that two configs share exactly when their
+      classification of any votes is the same (their effective thresholds are equal everywhere).
+    """
+
+    names: tuple[str, ...]
+    compute: Callable[[RunView], Mapping[str, float | None]]
+    shares: frozenset[str] = frozenset()
+    rules: tuple[str, ...] = ()
+    separations: tuple[str, ...] = ()
+    thresholds: Callable[[Any], Iterable[Threshold]] | None = None
+    signature: Callable[[Any], Any] | None = None
+
+
+@dataclass(frozen=True)
 class Protocol:
     name: str
     title: str
@@ -111,7 +150,7 @@ class Protocol:
     # The run report's section (Markdown lines) from the stored run; a wrapper's (``runnable``
     # False) is added to any run whose summary has a part under the wrapper's name.
     report: Callable[[RunView], Iterable[str]] | None = None
-    metrics: Callable[..., Mapping[str, float]] | None = None
+    metrics: Metrics | None = None  # its outcome metrics for studies (SPEC §9)
     sim: str | None = None  # "package.module": its HANDLERS map a step name to fn(ask) -> (text, detail)
     needs_query: bool = True
     runnable: bool = True  # False: a wrapper around other protocols (Resonance Echo), not run alone
@@ -144,8 +183,12 @@ class Prompts:
     :meth:`call` renders a step into an :class:`AgentCall`: the messages, the step's name, the
     protocol's, and in ``meta`` the template's hash (``template_sha256``), the fence, and the
     values the call was made of (``inputs``: what the simulated panel reads, never the prompt's
-    wording; see :func:`sim_digest`).
+    wording; see :func:`sim_digest`). A run whose question has a known answer (SPEC §8) sets
+    ``truth``: every call then carries it in ``meta["truth"]``, for the simulated panel's skill;
+    a model is sent only the messages, so it never sees the answer.
     """
+
+    truth: Mapping[str, Any] | None = None
 
     def __init__(self, protocol: Protocol, overrides: Mapping[str, str] | None = None):
         self.protocol = protocol
@@ -197,6 +240,8 @@ class Prompts:
         messages = template.render(values, fence)
         call_meta = {**(meta or {}), "step": step, "protocol": self.protocol.name,
                      "template_sha256": template.sha256, "inputs": dict(values)}
+        if self.truth is not None:
+            call_meta["truth"] = dict(self.truth)
         if fence is not None and any(values.get(n) for n in untrusted):
             call_meta.update(fence.meta())
         if not self.is_default(step):
@@ -248,5 +293,5 @@ def check_overrides(protocol: Protocol, overrides: Mapping[str, str]) -> None:
             raise ValueError(f"prompts.{step}: {exc}") from None
 
 
-__all__ = ["Finished", "Prompts", "Protocol", "Record", "RunView", "ValidityUnit", "check_overrides", "sim_digest_text",
-           "template_echoes"]
+__all__ = ["Finished", "Metrics", "Prompts", "Protocol", "Record", "RunView", "Threshold", "ValidityUnit",
+           "check_overrides", "sim_digest_text", "template_echoes"]

@@ -29,6 +29,7 @@ import hashlib
 import re
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -73,6 +74,11 @@ class TemplateProblem(ValueError):
 
 MAX_RENDERED_CHARS = 200_000  # a template's own output (untrusted texts aside): a prompt, not a payload
 MAX_POWER = 64
+# The steps a render's loops may take, all loops together: a prompt's loops run over a few
+# responses or positions; nested loops over range(100000) would otherwise run for hours (the
+# check's trial render, in `rwb run` or the GUI's editor, never ending).
+MAX_LOOP_STEPS = 1_000_000
+_LOOP_STEPS: ContextVar[list[int] | None] = ContextVar("template_loop_steps", default=None)
 
 
 class _PromptEnvironment(ImmutableSandboxedEnvironment):
@@ -93,6 +99,22 @@ class _PromptEnvironment(ImmutableSandboxedEnvironment):
 
 _ENV = _PromptEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
                           trim_blocks=False, lstrip_blocks=False)
+_BUDGET_FILTER = "_loop_budget"
+
+
+def _loop_budget(iterable):
+    """Every ``{% for %}`` iterates through this (see :func:`_compile`): each step is counted
+    against the render's :data:`MAX_LOOP_STEPS`."""
+    steps = _LOOP_STEPS.get()
+    for item in iterable:
+        if steps is not None:
+            steps[0] += 1
+            if steps[0] > MAX_LOOP_STEPS:
+                raise SecurityError(f"its loops take more than {MAX_LOOP_STEPS:,} steps")
+        yield item
+
+
+_ENV.filters[_BUDGET_FILTER] = _loop_budget
 
 
 @lru_cache(maxsize=256)
@@ -110,7 +132,10 @@ def _parse(text: str) -> nodes.Template:
 
 @lru_cache(maxsize=256)
 def _compile(text: str):
-    return _ENV.from_string(text)
+    ast = _ENV.parse(text)
+    for loop in ast.find_all(nodes.For):  # each loop's steps counted (_loop_budget)
+        loop.iter = nodes.Filter(loop.iter, _BUDGET_FILTER, [], [], None, None, lineno=loop.iter.lineno)
+    return _ENV.from_string(ast)
 
 
 def sha256(text: str) -> str:
@@ -192,6 +217,7 @@ class PromptTemplate:
             context_values[name] = slots.hold(value) if name in untrusted else value
         if fence is None and any(values.get(n) for n in untrusted):
             raise ValueError("a template with untrusted values needs the call's fence")
+        budget = _LOOP_STEPS.set([0])
         try:
             context = template.new_context(context_values)
             messages = []
@@ -211,6 +237,8 @@ class PromptTemplate:
         except (TemplateError, ArithmeticError, RecursionError, MemoryError, TypeError, ValueError, LookupError,
                 AttributeError) as exc:
             raise TemplateProblem(f"could not be rendered: {type(exc).__name__}: {exc}") from None
+        finally:
+            _LOOP_STEPS.reset(budget)
         return tuple(messages)
 
 

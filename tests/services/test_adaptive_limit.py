@@ -1,0 +1,219 @@
+"""The adaptive concurrency limit (SPEC §10) on an injected clock: it cuts, pauses, grows, never
+exceeds max_concurrency, and a call gives up only after max_wait_s of refusals."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tests.support.fake_llm_server import FakeClock, FakeLLMServer, Reply
+from workbench.services.llm import adaptive
+from workbench.services.llm.adaptive import AdaptiveLimit, LimitHistory, Ticket
+from workbench.services.llm.gateway import Gateway, warm_up
+from workbench.services.llm.limits import Backoff
+
+HI = [{"role": "user", "content": "Say hello"}]
+
+
+def limit(ceiling: int = 8, clock: FakeClock | None = None) -> tuple[AdaptiveLimit, FakeClock, LimitHistory]:
+    clock = clock or FakeClock()
+    history = LimitHistory(wall=clock.now)
+    return AdaptiveLimit("p", ceiling, clock=clock.now, sleep=clock.sleep, record=history.record), clock, history
+
+
+def take(lim: AdaptiveLimit, n: int) -> list[Ticket]:
+    got = [lim.try_acquire() for _ in range(n)]
+    assert all(isinstance(t, Ticket) for t in got), got
+    return got
+
+
+def test_a_429_halves_the_limit_once_per_episode_and_pauses_for_its_retry_after():
+    lim, clock, history = limit(8)
+    tickets = take(lim, 8)
+    assert lim.try_acquire() == 0.0  # every slot taken: no pause, wait for one
+    lim.release(tickets[0], "rate_limited", retry_after_s=3)
+    assert lim.limit == 4 and lim.pause_left() == 3
+    for t in tickets[1:4]:  # sent before the cut: the same episode, no second cut
+        lim.release(t, "rate_limited", retry_after_s=1)
+    assert lim.limit == 4 and lim.pause_left() == 3 and lim.refusals == 4
+    assert lim.try_acquire() == pytest.approx(3)  # paused, though 4 slots are free
+    clock.sleep(3)
+    for t in tickets[4:]:
+        lim.release(t, "ok")
+    fresh = take(lim, 4)
+    assert lim.try_acquire() == 0.0  # the new limit holds
+    lim.release(fresh[0], "rate_limited", retry_after_s=2)  # a request sent under the new limit: a new episode
+    assert lim.limit == 2
+    assert [(e.why, e.previous, e.limit) for e in history.since(0)] == [
+        ("start", None, 8), ("rate_limited", 8, 4), ("rate_limited", 4, 2)]
+    assert history.since(1)[0].pause_s == 3 and history.since(1)[0].retry_after_s == 3
+
+
+def test_the_cut_rounds_up_and_never_goes_below_one():
+    lim, clock, _ = limit(32)
+    seen = []
+    for _ in range(6):
+        [t] = take(lim, 1)
+        lim.release(t, "rate_limited", retry_after_s=0)
+        seen.append(lim.limit)
+    assert seen == [16, 8, 4, 2, 1, 1]
+
+
+def test_without_a_retry_after_the_callers_pause_is_used():
+    lim, _, _ = limit(4)
+    [t] = take(lim, 1)
+    lim.release(t, "rate_limited", pause_s=0.75)
+    assert lim.pause_left() == 0.75 and lim.limit == 2
+
+
+def test_clean_calls_grow_it_back_one_step_at_a_time_never_above_max_concurrency():
+    lim, clock, history = limit(4)
+    [t] = take(lim, 1)
+    lim.release(t, "rate_limited", retry_after_s=1)  # 4 -> 2; a quick refusal: steps now need 8 rounds
+    clock.sleep(adaptive.COOLDOWN_PAUSES * 1)  # and none before ten times the pause
+    assert lim.limit == 2 and lim.rounds == 2 * adaptive.FIRST_ROUNDS
+    clean = 0
+    limits = []
+    while clean < 500:
+        tickets = take(lim, lim.limit)  # every slot busy: these calls prove the limit
+        assert lim.in_use <= lim.limit <= 4
+        for t in tickets:
+            lim.release(t, "ok")
+            clean += 1
+        limits.append(lim.limit)
+    assert limits[-1] == 4 and max(limits) == 4  # back at max_concurrency, and never past it
+    grew = [e for e in history.since(0) if e.why == "grew"]
+    assert [(e.previous, e.limit) for e in grew] == [(2, 3), (3, 4)]  # one slot per step
+    # the first step waited for its rounds: 2 x FIRST_ROUNDS rounds of 2 clean calls
+    assert limits.index(3) + 1 == 2 * adaptive.FIRST_ROUNDS
+
+
+def test_no_step_up_during_the_cooldown_after_a_cut():
+    lim, clock, _ = limit(4)
+    [t] = take(lim, 1)
+    lim.release(t, "rate_limited", retry_after_s=2)  # 4 -> 2, paused 2 s: no step up for 20 s
+    clock.sleep(2)
+    for _ in range(1000):
+        for ticket in take(lim, lim.limit):
+            lim.release(ticket, "ok")
+    assert lim.limit == 2
+    clock.sleep(adaptive.COOLDOWN_PAUSES * 2 - 2)
+    for ticket in take(lim, 2):
+        lim.release(ticket, "ok")
+    assert lim.limit == 3  # the clean calls counted meanwhile: the step comes once the cooldown is over
+
+
+def test_calls_below_the_limit_or_of_an_earlier_episode_do_not_grow_it():
+    lim, clock, _ = limit(8)
+    old = take(lim, 2)
+    [t] = take(lim, 1)
+    lim.release(t, "rate_limited", retry_after_s=0)  # 8 -> 4
+    for ticket in old:  # sent under the old limit
+        lim.release(ticket, "ok")
+    for _ in range(1000):  # one call at a time, never at the limit of 4
+        [t] = take(lim, 1)
+        lim.release(t, "ok")
+    assert lim.limit == 4
+
+
+def test_other_failures_leave_the_limit_alone():
+    lim, _, _ = limit(4)
+    for kind in ("timeout", "server_error", "connection", "cancelled"):
+        [t] = take(lim, 1)
+        lim.release(t, kind)
+    assert lim.limit == 4 and lim.pause_left() == 0 and lim.refusals == 0
+
+
+def test_acquire_waits_out_the_pause_on_the_clock_and_gives_up_at_a_deadline():
+    lim, clock, _ = limit(2)
+    [t] = take(lim, 1)
+    start = clock.now()
+    lim.release(t, "rate_limited", retry_after_s=5)
+    assert lim.acquire(deadline=start + 4) is None  # the pause outlasts the caller's time
+    assert clock.now() == start  # ... and it did not wait for nothing
+    got = lim.acquire(deadline=start + 6)
+    assert isinstance(got, Ticket) and clock.now() == pytest.approx(start + 5)
+
+
+def test_acquire_blocks_on_a_full_limit_until_a_slot_is_given_back():
+    lim, _, _ = limit(1)
+    [held] = take(lim, 1)
+    got: list = []
+    waiter = threading.Thread(target=lambda: got.append(lim.acquire()))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive() and not got  # no slot: it waits
+    lim.release(held, "ok")
+    waiter.join(5)
+    assert isinstance(got[0], Ticket)
+
+
+def test_a_cancelled_acquire_returns_none():
+    lim, _, _ = limit(1)
+    take(lim, 1)
+    cancel = threading.Event()
+    cancel.set()
+    assert lim.acquire(cancel) is None
+
+
+def test_probes_get_rarer_the_more_often_the_limit_is_refused():
+    # A provider that takes 2 at once and refuses a third: each probe at 3 is refused at once,
+    # so the rounds needed before the next probe double, up to MAX_ROUNDS.
+    lim, clock, history = limit(3)
+    [t] = take(lim, 1)
+    lim.release(t, "rate_limited", retry_after_s=0)  # 3 -> 2
+    for _ in range(20_000):
+        clock.sleep(0.01)
+        tickets = take(lim, lim.limit)
+        if lim.limit == 3:
+            lim.release(tickets[0], "rate_limited", retry_after_s=0)
+            for t in tickets[1:]:
+                lim.release(t, "ok")
+            continue
+        for t in tickets:
+            lim.release(t, "ok")
+    cuts = [e for e in history.since(0) if e.why == "rate_limited"]
+    grows = [e.seq for e in history.since(0) if e.why == "grew"]
+    assert len(cuts) == len(grows) + 1 >= 5
+    assert lim.rounds == adaptive.MAX_ROUNDS and max(e.limit for e in history.since(0)) == 3
+    gaps = [b - a for a, b in zip(grows, grows[1:])]
+    assert gaps == sorted(gaps)  # never sooner than the previous probe
+
+
+# -- through the gateway, on the fake clock ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def litellm_loaded():
+    warm_up()
+
+
+def test_the_gateway_cuts_and_keeps_every_429_off_max_retries(litellm_loaded):
+    # Every other request is refused with Retry-After: 1; 6 callers at max_concurrency 6 and
+    # max_retries 0 all get through, since a 429 uses no retry; the limit is cut, never passed.
+    clock = FakeClock()
+    with FakeLLMServer(Reply(text="ok"), clock=clock.now) as srv:
+        srv.rule = lambda req: Reply(status=429, retry_after="1") if req.index % 2 == 0 else None
+        gw = Gateway({"p": {"model": "openai/fake-model", "api_base": srv.base_url, "timeout_s": 5,
+                            "max_concurrency": 6, "max_retries": 0, "max_wait_s": 600}},
+                     clock=clock.now, sleep=clock.sleep, backoff=Backoff(0.01, 0.05))
+        results: list = []
+        gate = threading.Barrier(6, timeout=10)
+
+        def caller():
+            gate.wait()
+            for _ in range(5):
+                results.append(gw.call("p", HI))
+
+        threads = [threading.Thread(target=caller) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        sent = len(srv.chat_requests)
+    assert len(results) == 30 and all(r.ok for r in results), {r.status for r in results}
+    assert sum(r.attempts for r in results) == sent and any(r.attempts > 1 for r in results)
+    events = gw.limit_history.since(0)
+    assert events[0].why == "start" and events[0].limit == 6
+    assert any(e.why == "rate_limited" for e in events) and all(e.limit <= 6 for e in events)
+    assert gw.adaptive["p"].in_use == 0 and gw.adaptive["p"].refusals == sent - 30
