@@ -17,13 +17,20 @@ import sqlite3
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from sqlite_utils.db import jsonify_if_needed
-
 from workbench.core.project import call_texts
 from workbench.core.project.changes import BOOKKEEPING_TABLES, Changes, read_counters
 
 if TYPE_CHECKING:
     from workbench.core.project.store import Store
+
+
+def jsonify(value):
+    """A dict or list as its JSON text, anything else as it is (sqlite-utils' rule for a row's
+    values). sqlite_utils is imported on the first write, not with this module: the window
+    imports the project layer before it is shown, and sqlite_utils costs 130 ms of that."""
+    from sqlite_utils.db import jsonify_if_needed
+
+    return jsonify_if_needed(value)
 
 
 def decode(row: dict) -> dict:
@@ -64,7 +71,7 @@ class Transaction:
             return pk
         columns = ", ".join(f"[{c}]" for c in row)
         cursor = self._db.conn.execute(f"INSERT INTO [{table}] ({columns}) VALUES ({', '.join('?' * len(row))})",
-                                       [jsonify_if_needed(v) for v in row.values()])
+                                       [jsonify(v) for v in row.values()])
         pks = _primary_key(self._db.conn, table)
         pk = record.get(pks[0]) if pks != ("rowid",) and record.get(pks[0]) is not None else cursor.lastrowid
         self.touch(table, pk, run=_run_of(table, record, pk))

@@ -24,8 +24,6 @@ import json
 import re
 import sqlite3
 
-from sqlite_utils.db import jsonify_if_needed
-
 VIEW = "llm_calls"
 TABLE = "llm_call_rows"
 # view column -> the stored column that holds its parts
@@ -36,6 +34,14 @@ MIN_TEXT = 40
 MIN_RAW_TEXT = 400
 # The fence names of protocols/shared/fencing.NAME, in any case (an escaped copy is still fresh).
 _TOKEN = re.compile(r"((?:FENCE-[0-9A-Fa-f]{32}|ARTIFACT-[0-9A-Fa-f]{16}))")
+
+
+def _jsonify(value):
+    """sqlite-utils' rule for a row's values (a dict or list as JSON text), imported on the first
+    write: the window imports the project layer before it is shown (see ``_sql.jsonify``)."""
+    from sqlite_utils.db import jsonify_if_needed
+
+    return jsonify_if_needed(value)
 
 
 def pieces(text: str, min_text: int = MIN_TEXT) -> list[tuple[bool, str]]:
@@ -80,11 +86,11 @@ def insert_call(conn: sqlite3.Connection, row: dict) -> int:
     row = dict(row)
     for column, stored in PARTED.items():
         if column in row:
-            value = jsonify_if_needed(row.pop(column))
+            value = _jsonify(row.pop(column))
             row[stored] = to_parts(conn, value, MIN_RAW_TEXT if column == "response_raw" else MIN_TEXT)
     names = ", ".join(f"[{c}]" for c in row)
     cursor = conn.execute(f"INSERT INTO [{TABLE}] ({names}) VALUES ({', '.join('?' * len(row))})",
-                          [jsonify_if_needed(v) for v in row.values()])
+                          [_jsonify(v) for v in row.values()])
     return row["id"] if row.get("id") is not None else cursor.lastrowid
 
 

@@ -26,8 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from workbench import __version__
 from workbench.core.project.files import (
@@ -39,6 +38,9 @@ from workbench.core.project.files import (
     temporary_beside,
 )
 from workbench.core.project.schema import AFTER_STEP, APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+
+if TYPE_CHECKING:  # imported when a file is opened: sqlite_utils costs 140 ms of the window's start
+    import sqlite_utils
 
 
 def _busy_timeout_from_env(default: int = 15_000) -> int:
@@ -208,6 +210,8 @@ class Store:
         :mod:`workbench.core.project` use it (through :mod:`._sql`); nothing outside does."""
         db = getattr(self._local, "db", None)
         if db is None:
+            import sqlite_utils
+
             db = sqlite_utils.Database(_connect(self.path, read_only=self.read_only), execute_plugins=False)
             self._local.db = db
         return db

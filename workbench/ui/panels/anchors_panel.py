@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import threading
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -35,7 +36,6 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.core.project.changes import Changes
-from workbench.core.project.echo_view import AgentEcho, EchoView
 from workbench.core.project.refs import RecordRef
 from workbench.core.project.store import Store
 from workbench.ui import theme
@@ -46,6 +46,9 @@ from workbench.ui.widgets.echo_teaching import AGENT as TEACH_AGENT
 from workbench.ui.widgets.echo_teaching import LABEL as TEACH_LABEL
 from workbench.ui.widgets.echo_teaching import StoryStep, story_steps, teaching_config
 from workbench.ui.widgets.echo_timeline import EchoTimeline
+
+if TYPE_CHECKING:  # read off the GUI thread, in load(): the Echo engine stays out of the window's start
+    from workbench.core.project.echo_view import AgentEcho, EchoView
 
 PLAY_MS = 4000  # Play: how long each step of the teaching scenario stays on screen
 STORY_STEPS = 4  # start, loss, detection, restoration (echo_teaching.story_steps)

@@ -17,9 +17,12 @@ The scenario is one run per project: pressing the button again replays that run 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from workbench.core.project.echo_view import AgentEcho
 from workbench.core.runs.templates import TEMPLATES
+
+if TYPE_CHECKING:  # the records are read off the GUI thread; the window's start does not import them
+    from workbench.core.project.echo_view import AgentEcho
 
 AGENT = "c1"
 BUDGET = 300
