@@ -77,6 +77,7 @@ MAX_TOKEN_BUDGET = 1_000_000  # an output-token budget (ARM budgets)
 MAX_CONCURRENCY = 256
 MAX_RPM = 1_000_000
 MAX_TIMEOUT_S = 3_600.0
+MAX_OUTPUT_TOKENS = 131_072  # the largest output cap accepted (no model writes more in one reply)
 MAX_RETRIES = 20
 MAX_WAIT_S = 86_400.0  # a provider's max_wait_s: how long a call waits out 429s (a day: a daily quota)
 MAX_BATCH_POLL_S = 3_600.0  # how rarely a submitted provider batch may be polled

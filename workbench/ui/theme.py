@@ -114,6 +114,7 @@ class _State:
     base_font: QFont | None = None  # the platform's default, before any zoom
     families: list[str] | None = None  # the bundled families, once loaded
     style = None  # the application's style (Fusion, outlined indicators)
+    on_polish = None  # called with each widget the style polishes (ui/wheel_guard.py)
 
 
 # ----- colours ---------------------------------------------------------------------------------
@@ -181,6 +182,13 @@ def load_fonts() -> list[str]:
                     families.append(family)
         _State.families = families
     return list(_State.families)
+
+
+def on_polish(hook) -> None:
+    """Call ``hook(widget)`` for every widget the application's style polishes from now on (once
+    before it is first shown, and again when its style sheet changes): a hook per widget, where
+    an application event filter would be a Python call per event (ui/wheel_guard.py)."""
+    _State.on_polish = hook
 
 
 def install(app: QGuiApplication) -> None:
@@ -298,6 +306,12 @@ def _fusion():
     from PySide6.QtWidgets import QProxyStyle, QStyle, QStyleFactory
 
     class Style(QProxyStyle):
+        def polish(self, target):  # a widget, the application or a palette (Qt's overloads)
+            result = super().polish(target)
+            if _State.on_polish is not None and isinstance(target, QWidget):
+                _State.on_polish(target)
+            return result
+
         def drawPrimitive(self, element, option, painter, widget=None) -> None:  # noqa: N802 (Qt API)
             super().drawPrimitive(element, option, painter, widget)
             radio = element == QStyle.PrimitiveElement.PE_IndicatorRadioButton

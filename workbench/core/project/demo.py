@@ -15,13 +15,16 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbench.core import paths
 from workbench.core.project import _sql
 from workbench.core.project.files import ProjectError, check_destination, publish, read_header, temporary_beside
 from workbench.core.project.schema import APPLICATION_ID
 from workbench.core.project.store import Store, utc_now
-from workbench.core.runs.providers import ClusterConfig, ProviderConfig
+
+if TYPE_CHECKING:  # the models come with a build, not with the window's first open of the demo
+    from workbench.core.runs.providers import ClusterConfig, ProviderConfig
 
 # Kept for services/runs/demo_runs.py until it asks core.paths.samples_dir(): the repository's
 # root in a checkout, but not a place to look for shipped files in an installed package.
@@ -69,6 +72,8 @@ def build_demo(dest: Path, spec: Path = DEMO_SPEC, *, overwrite: bool = False,
                populate: Populate | None = None) -> Path:
     """Build the demo into ``dest``; an existing ``dest`` is replaced only with ``overwrite``.
     ``populate(store)`` runs on the finished panel before the file is published."""
+    from workbench.core.runs.providers import ClusterConfig, ProviderConfig
+
     data = json.loads(spec.read_text(encoding="utf-8"))
     providers = [ProviderConfig.model_validate(p) for p in data["providers"]]
     clusters = [ClusterConfig.model_validate(c) for c in data["clusters"]]

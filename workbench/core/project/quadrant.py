@@ -26,7 +26,7 @@ from workbench.core.project import _sql
 from workbench.core.project.changes import Changes
 from workbench.core.project.runs import RunListRow, run_list
 from workbench.core.project.store import Store
-from workbench.core.protocols.rcp.config import DEFAULT_TAU, DEFAULT_THETA, DEFAULT_WEIGHT
+from workbench.core.protocols.rcp.defaults import DEFAULT_TAU, DEFAULT_THETA, DEFAULT_WEIGHT
 
 if TYPE_CHECKING:
     from workbench.core.protocols.rcp.classify import RcpArrays

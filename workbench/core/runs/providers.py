@@ -22,6 +22,7 @@ from workbench.core.limits import (
     MAX_CONCURRENCY,
     MAX_NAME_CHARS,
     MAX_NOTES_CHARS,
+    MAX_OUTPUT_TOKENS,
     MAX_PARAMS,
     MAX_PERSONA_CHARS,
     MAX_RETRIES,
@@ -122,7 +123,6 @@ def check_model_name(value: str | None) -> str | None:
 
 # Sampling and output (SPEC §6): on a provider, and overridden per agent by its ``sampling``.
 SAMPLING_KEYS = ("temperature", "top_p", "max_tokens", "seed", "stop")
-MAX_OUTPUT_TOKENS = 131_072  # the largest output cap accepted (no model writes more in one reply)
 MAX_STOP_STRINGS = 4  # OpenAI's limit, which most servers share
 MAX_STOP_CHARS = 200
 STRUCTURED_OUTPUT = ("auto", "json_schema", "json_object", "off")

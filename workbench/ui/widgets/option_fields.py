@@ -18,9 +18,8 @@ import math
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -31,6 +30,9 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QWidget,
 )
+
+if TYPE_CHECKING:  # pydantic comes with the first protocol page, not with the window
+    from pydantic import BaseModel
 
 INT_RANGE = (-1_000_000_000, 1_000_000_000)  # a bound a whole number's model does not give
 FLOAT_RANGE = (-1_000_000.0, 1_000_000.0)
@@ -60,6 +62,8 @@ def option_fields(model: type[BaseModel], skip: typing.Collection[str] = (), pre
     """A field for each of ``model``'s fields that has a widget (``skip``: names left out: the
     shared fields of every run, or those a protocol's own page shows)."""
     out: list[OptionField] = []
+    from pydantic import BaseModel
+
     for name, info in model.model_fields.items():
         if name in skip:
             continue

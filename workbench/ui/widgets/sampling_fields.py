@@ -11,7 +11,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QDoubleSpinBox, QGridLayout, QLabel, QLineEdit, QSpinBox, QWidget
 
-from workbench.core.runs.providers import MAX_OUTPUT_TOKENS
+from workbench.core.limits import MAX_OUTPUT_TOKENS
 
 DEFAULT_TEXT = "default"
 STOP_SEPARATOR = " | "

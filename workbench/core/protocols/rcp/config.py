@@ -1,9 +1,10 @@
 """Resonant Consensus Protocol: options and input models, validation and configuration warnings.
 
 SPEC §1 decides the rules; docs/protocols.md (RCP section) explains every decision in words.
-Every RCP default is defined here once (:data:`DEFAULT_THETA`, :data:`DEFAULT_TAU` and the
-fields of :class:`RcpSettings` and :class:`RcpOptions`): the engine (:mod:`.classify`), the run
-generator (:mod:`.run`) and the run configuration take theirs from here.
+Every RCP default is defined once: :data:`DEFAULT_THETA` and :data:`DEFAULT_TAU` in
+:mod:`.defaults` (re-exported here), the fields of :class:`RcpSettings` and :class:`RcpOptions`
+here. The engine (:mod:`.classify`), the run generator (:mod:`.run`) and the run configuration
+take theirs from these.
 Pure functions, no I/O, no numpy: the classification maths lives in :mod:`.classify`.
 """
 
@@ -25,6 +26,7 @@ from workbench.core.limits import (
     MAX_VOTE_CELLS,
     too_many,
 )
+from workbench.core.protocols.rcp.defaults import DEFAULT_TAU, DEFAULT_THETA, DEFAULT_WEIGHT  # noqa: F401 — re-exported
 
 # Tier names, in the order results are listed (SPEC §1 "Order of results"), are named once, in shared.tiers.
 from workbench.core.protocols.shared.tiers import TIERS  # noqa: F401 — re-exported: rcp.run imports it from here
@@ -34,9 +36,6 @@ from workbench.core.protocols.shared.validation import NameCheck, NameStr, input
 TOL = 1e-9
 # Above this many distinct weighted sums the empty-polar check gives up instead of enumerating.
 _MAX_SUMS = 1 << 16
-DEFAULT_THETA = 0.5  # a cluster approves when its approval rate reaches theta
-DEFAULT_TAU = 0.6  # the resonance ratio a consensus tier needs
-DEFAULT_WEIGHT = 1.0  # a cluster's weight in a weighted resonance ratio
 MAX_REFINEMENT_ROUNDS = 5
 
 
