@@ -8,7 +8,7 @@ import pytest
 
 from workbench.core.errors import InputError
 from workbench.core.project import _sql
-from workbench.core.project.arm_import import export_arm_run, import_arm_file, trace_from_columns
+from workbench.core.project.arm_import import export_arm_run, import_arm_file, trace_from_columns, trace_source
 from workbench.core.project.store import Store
 from workbench.core.protocols.arm import parse_trace, trace_to_upstream
 
@@ -44,16 +44,37 @@ def same_keys_everywhere(a, b) -> bool:
 
 
 def test_the_columns_alone_rebuild_every_field_of_every_corpus_trace(store, corpus_dir):
+    originals = {}
     for path in corpus_files(corpus_dir):
-        import_arm_file(store, path)
+        originals[import_arm_file(store, path).run_id] = json.loads(path.read_text(encoding="utf-8"))
     rows = _sql.rows(store, "traces")
     assert len(rows) >= 15 * 6
     for row in rows:
+        original = originals[row["run_id"]][f"r{row['round_no']}"][row["role"]]
         rebuilt = trace_to_upstream(parse_trace(trace_from_columns(row)))
         where = (row["run_id"], row["round_no"], row["role"])
         # JSON numbers: a REAL column gives 0.0 back for ARM's 0, which is the same JSON number.
-        assert rebuilt == row["source_json"], where
-        assert same_keys_everywhere(rebuilt, row["source_json"]), where
+        assert rebuilt == original, where
+        assert same_keys_everywhere(rebuilt, original), where
+
+
+def test_a_trace_s_source_is_stored_only_where_its_columns_cannot_give_it_back_exactly(store, corpus_dir):
+    """SPEC §10, each text once: the copy in source_json is kept only for a trace whose columns
+    rebuild it with a difference in its text (a whole number where the column keeps a real);
+    every trace reads back as it was written either way."""
+    originals = {}
+    for path in corpus_files(corpus_dir):
+        originals[import_arm_file(store, path).run_id] = json.loads(path.read_text(encoding="utf-8"))
+    rows = _sql.rows(store, "traces")
+    rebuilt = [r for r in rows if r["source_rebuilt"]]
+    kept = [r for r in rows if not r["source_rebuilt"]]
+    assert all(r["source_json"] is None for r in rebuilt) and all(r["source_json"] is not None for r in kept)
+    assert len(rebuilt) >= 0.9 * len(rows), (len(rebuilt), len(rows))
+    for row in rows:
+        original = originals[row["run_id"]][f"r{row['round_no']}"][row["role"]]
+        assert json.dumps(trace_source(row), ensure_ascii=False) == json.dumps(original, ensure_ascii=False)
+    for row in kept:  # kept for a reason: the rebuild's text differs
+        assert json.dumps(trace_from_columns(row)) != json.dumps(row["source_json"])
 
 
 def test_columns_hold_the_fields_an_auditor_queries(store, corpus_dir):

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from workbench.cli import main as cli_main
-from workbench.core.project import call_texts, search
+from workbench.core.project import _sql, call_texts, search
+from workbench.core.project.arm_import import trace_from_columns, trace_source
 from workbench.core.project import store as store_module
 from workbench.core.project.files import ProjectError
 from workbench.core.project.store import Store
@@ -36,9 +37,28 @@ def version(path: Path) -> int:
         conn.close()
 
 
+def as_step_12(path: Path) -> None:
+    """A file of schema 13 made a file of step 12 again: every trace's source stored whole."""
+    if version(path) < 13:
+        return
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN")
+    cursor = conn.execute("SELECT * FROM traces WHERE source_rebuilt = 1")
+    names = [d[0] for d in cursor.description]
+    for values in cursor.fetchall():
+        row = _sql.decode(dict(zip(names, values, strict=True)))
+        conn.execute("UPDATE traces SET source_json = ? WHERE id = ?",
+                     (json.dumps(trace_from_columns(row), ensure_ascii=False), row["id"]))
+    conn.execute("ALTER TABLE traces DROP COLUMN source_rebuilt")
+    conn.execute("PRAGMA user_version = 12")
+    conn.execute("COMMIT")
+    conn.close()
+
+
 def as_step_11(path: Path) -> None:
-    """A file of schema 12 (a sample rebuilt after this step) made a file of step 11 again, its
-    texts whole, so the migration is tested on it as on a file written before the step."""
+    """A file of schema 12 or later (a sample rebuilt after this step) made a file of step 11
+    again, its texts whole, so the migration is tested on it as on a file written before the step."""
+    as_step_12(path)
     if version(path) < 12:
         return
     conn = sqlite3.connect(path, isolation_level=None)
@@ -52,6 +72,18 @@ def as_step_11(path: Path) -> None:
         "response_raw = (SELECT w.response_raw FROM whole w WHERE w.id = llm_calls.id); "
         "DROP TABLE texts; PRAGMA user_version = 11; COMMIT;")
     conn.close()
+
+
+def traces(path: Path) -> list[str]:
+    """Every trace as it reads back (its source, stored or rebuilt), as JSON text, in id order."""
+    conn = sqlite3.connect(path)
+    try:
+        cursor = conn.execute("SELECT * FROM traces ORDER BY id")
+        names = [d[0] for d in cursor.description]
+        rows = [_sql.decode(dict(zip(names, values, strict=True))) for values in cursor.fetchall()]
+    finally:
+        conn.close()
+    return [json.dumps(trace_source(row), ensure_ascii=False) for row in rows]
 
 
 def calls(path: Path) -> list[tuple]:
@@ -124,18 +156,24 @@ def test_a_migrated_sample_reads_back_byte_for_byte_and_exports_and_searches_the
         found_before = searched(store, words)
         store.close_connection()
         before_rows = calls(path)
+        before_traces = traces(path)
         before_exports = exports(path, tmp_path)
     assert version(path) == STEP_11
 
-    store = Store.open(path)  # schema step 12: texts once
+    store = Store.open(path)  # schema steps 12 and 13: texts once, trace sources once
     try:
-        assert version(path) == 12 and store.report.migrated_from == STEP_11
+        assert version(path) == store_module.SCHEMA_VERSION == 13 and store.report.migrated_from == STEP_11
         assert calls(path) == before_rows  # every column of every call, request and raw reply whole
+        assert traces(path) == before_traces  # every trace as read or written, stored or rebuilt
+        kept, rebuilt = store._connection().execute(
+            "SELECT count(source_json), coalesce(sum(source_rebuilt), 0) FROM traces").fetchone()
         assert searched(store, words) == found_before
         info = store.info()["storage"]
     finally:
         store.close_connection()
     assert exports(path, tmp_path) == before_exports
+    if before_traces:  # the migration dropped the copies the columns rebuild exactly
+        assert rebuilt > 0 and kept + rebuilt == sum(t != "null" for t in before_traces), (kept, rebuilt)
     if before_rows:
         assert info["texts"] > 0 and info["request_response_bytes_stored"] < info["request_response_bytes_whole"]
         assert info["bytes_saved"] == info["request_response_bytes_whole"] - info["request_response_bytes_stored"]

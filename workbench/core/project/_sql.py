@@ -56,6 +56,11 @@ class Transaction:
         self._db = store._database()
         self.changes = Changes()
 
+    @property
+    def conn(self):
+        """The transaction's sqlite3 connection, for a read-back inside it (arm_import)."""
+        return self._db.conn
+
     def touch(self, table: str, pk: object = None, *, run: str | None = None) -> None:
         self.changes = self.changes | Changes.of(table, pk, run=run)
 

@@ -7,8 +7,11 @@ the schema does not name, is kept verbatim in ``extra_json``. The run keeps its 
 (source file, sha256, schema generation, the file's own run-level JSON) and the SPEC §4
 metrics report, recomputed next to the stored values.
 
-Export rebuilds ARM's JSON from the rows. For an imported trace the exact source is kept too,
-and a test checks that the columns alone rebuild every field of every corpus trace.
+Export rebuilds ARM's JSON from the rows. The trace as read (or as a run wrote it) is stored in
+``source_json`` only where the columns cannot give it back byte for byte (SPEC §10: each text
+once): where they can, ``source_rebuilt`` is 1 and :func:`trace_source` rebuilds it. In the
+corpus, 117 of 119 traces rebuild exactly; the other two wrote a whole number (``0``) where the
+column keeps a real (``0.0``), so their source is kept.
 """
 
 from __future__ import annotations
@@ -109,6 +112,44 @@ def trace_from_columns(row: dict) -> dict:
     return data
 
 
+def trace_source(row: dict) -> object | None:
+    """A stored trace as it was read or written: ``source_json``, or rebuilt from the columns where
+    they give it back exactly (``source_rebuilt``); None for a trace that never had one."""
+    if row.get("source_rebuilt"):
+        return trace_from_columns(row)
+    return row.get("source_json")
+
+
+def _rebuilds_exactly(row: dict) -> bool:
+    """Whether the columns of ``row`` (as stored, ``*_json`` decoded) give back its source_json,
+    down to the text the project would store (``_sql.encode``)."""
+    source = row.get("source_json")
+    if source is None:
+        return False
+    return (json.dumps(trace_from_columns(row), ensure_ascii=False) == json.dumps(source, ensure_ascii=False))
+
+
+def store_source_once(conn, trace_id: int) -> None:
+    """Drop the stored copy of trace ``trace_id``'s source where its columns rebuild it exactly.
+    ``conn`` is the writer's sqlite3 connection: the row is read back as stored (a whole number
+    in a real column comes back a real), so the comparison is with what a reader will get."""
+    cursor = conn.execute("SELECT * FROM traces WHERE id = ?", (trace_id,))
+    names = [d[0] for d in cursor.description]
+    values = cursor.fetchone()
+    if values is not None and _rebuilds_exactly(_sql.decode(dict(zip(names, values, strict=True)))):
+        conn.execute("UPDATE traces SET source_json = NULL, source_rebuilt = 1 WHERE id = ?", (trace_id,))
+
+
+def store_sources_once(conn) -> int:
+    """Schema step 13 on an existing project: every trace whose columns rebuild its source exactly
+    loses the copy (in the step's transaction). Returns how many did."""
+    ids = [i for (i,) in conn.execute("SELECT id FROM traces WHERE source_json IS NOT NULL AND source_rebuilt = 0")]
+    for trace_id in ids:
+        store_source_once(conn, trace_id)
+    (dropped,) = conn.execute("SELECT count(*) FROM traces WHERE source_rebuilt = 1").fetchone()
+    return dropped
+
+
 def import_arm_file(store: Store, path: Path | str) -> ImportResult:
     path = Path(path)
     raw = _read_trace_file(path)
@@ -177,8 +218,10 @@ def import_arm_json(store: Store, data: object, *, source: str, sha256: str) -> 
             for role, trace_json in traces.items():
                 trace = parse_trace(trace_json, f"r{round_no}.{role}") if isinstance(trace_json, dict) else None
                 columns = trace_columns(trace) if trace else {"ok": 0, "extra_json": {"_value": trace_json}}
-                tx.insert("traces", {"run_id": run_id, "round_id": round_id, "round_no": round_no, "role": role,
-                                     "agent_id": role, "source_json": trace_json, "created_at": now, **columns})
+                trace_id = tx.insert("traces", {"run_id": run_id, "round_id": round_id, "round_no": round_no,
+                                                "role": role, "agent_id": role, "source_json": trace_json,
+                                                "created_at": now, **columns})
+                store_source_once(tx.conn, trace_id)
                 count += 1
     return ImportResult(source, run_id, run.generation, count)
 
@@ -204,7 +247,7 @@ def export_arm_run(store: Store, run_id: str) -> dict:
     provenance = run["provenance_json"]
     rounds: dict[str, dict] = {}
     for row in _sql.rows(store, "traces", "run_id = ? AND is_current = 1", (run_id,), order_by="round_no, id"):
-        source = row["source_json"]
+        source = trace_source(row)
         trace = source if source is not None else trace_to_upstream(parse_trace(trace_from_columns(row)))
         rounds.setdefault(f"r{row['round_no']}", {})[row["role"]] = trace
     for key, roles in provenance.get("round_keys", {}).items():  # the roles in the file's order

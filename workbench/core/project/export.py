@@ -76,11 +76,13 @@ def run_records(store: Store, run_id: str) -> Iterator[dict]:
                   "vote": b["vote"], "confidence": b["confidence"], "rationale": b["rationale"],
                   "evidence": b["evidence_json"], "status": b["status"], "simulated": bool(b["simulated"])}
         yield audited(record, "ballot", b["id"])
+    from workbench.core.project.arm_import import trace_source  # (the ARM package, only for traces)
+
     for t in _sql.rows(store, "traces", "run_id = ?", (run_id,), order_by="round_no, id"):
         record = {"kind": "trace", "round": t["round_no"], "role": t["role"], "attempt": t["attempt"],
                   "current": bool(t["is_current"]), "ok": bool(t["ok"]), "claim": t["claim"], "verdict": t["verdict"],
                   "confidence": t["confidence"], "reconciliation_status": t["reconciliation_status"],
-                  "trace": t["source_json"], "simulated": bool(t["simulated"]) or sim}
+                  "trace": trace_source(t), "simulated": bool(t["simulated"]) or sim}
         yield audited(record, "trace", t["id"])
     # What a protocol keeps of its own kinds (a plugin's), as it declared them: its kind, key and data.
     for r in _sql.query(store, f"SELECT {READ_COLUMNS} FROM protocol_records WHERE run_id = ? ORDER BY id", (run_id,)):

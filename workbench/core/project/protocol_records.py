@@ -199,16 +199,20 @@ def _trace(tx: Transaction, w: Where, f: dict, _kind: str) -> None:
 def _trace_final(tx: Transaction, w: Where, f: dict, _kind: str) -> None:
     """A trace as the protocol concluded it (the gates may rewrite one); one no call made (a
     placeholder) is added."""
-    from workbench.core.project.arm_import import trace_columns
+    from workbench.core.project.arm_import import store_source_once, trace_columns
 
-    columns = {**trace_columns(f["trace"]), **({"source_json": f["source"]} if "source" in f else {})}
+    sourced = {"source_json": f["source"], "source_rebuilt": 0} if "source" in f else {}
+    columns = {**trace_columns(f["trace"]), **sourced}
     rows = _sql.rows(tx.store, "traces", "run_id = ? AND round_no = ? AND role = ? AND is_current = 1",
                      (w.run_id, f["round_no"], f["role"]))
     if rows:
-        tx.update("traces", rows[0]["id"], columns)
+        trace_id = rows[0]["id"]
+        tx.update("traces", trace_id, columns)
     else:
-        tx.insert("traces", {"run_id": w.run_id, "round_no": f["round_no"], "role": f["role"],
-                             "agent_id": f["role"], "created_at": w.now, **columns})
+        trace_id = tx.insert("traces", {"run_id": w.run_id, "round_no": f["round_no"], "role": f["role"],
+                                        "agent_id": f["role"], "created_at": w.now, **columns})
+    if sourced:  # the source is kept only where the columns cannot give it back exactly
+        store_source_once(tx.conn, trace_id)
 
 
 def _provenance(tx: Transaction, w: Where, f: dict, _kind: str) -> None:

@@ -191,12 +191,10 @@ def _products(store: Store, call: dict) -> list[dict]:
 
 def trace_json(row: dict) -> dict:
     """ARM's JSON of a stored trace: as imported (or as the run wrote it), else rebuilt from its columns."""
-    source = row.get("source_json")
-    if isinstance(source, dict):
-        return source
-    from workbench.core.project.arm_import import trace_from_columns
+    from workbench.core.project.arm_import import trace_from_columns, trace_source
 
-    return trace_from_columns(row)
+    source = trace_source(row)
+    return source if isinstance(source, dict) else trace_from_columns(row)
 
 
 def trace_verdict(data: dict | None) -> str:

@@ -698,9 +698,17 @@ CREATE TRIGGER llm_calls_delete INSTEAD OF DELETE ON llm_calls BEGIN
 END;
 """
 
+# Step 13: a trace's source once (SPEC §10, issue 30). source_json keeps a trace as it was read (or
+# as a run wrote it) only where its columns cannot give it back byte for byte; where they can,
+# source_rebuilt is 1 and readers rebuild it (arm_import.trace_source). AFTER_STEP[13] drops the
+# copies an existing project holds.
+_V13 = """
+ALTER TABLE traces ADD COLUMN source_rebuilt INTEGER NOT NULL DEFAULT 0 CHECK (source_rebuilt IN (0, 1));
+"""
+
 # MIGRATIONS[n] takes a file from schema version n - 1 to n.
 MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8, 9: _V9, 10: _V10,
-                              11: _V11, 12: _V12}
+                              11: _V11, 12: _V12, 13: _V13}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
@@ -764,4 +772,11 @@ def _store_texts_once(conn) -> None:
 
 
 # Python that completes a step inside the step's own transaction (data the SQL cannot compute).
-AFTER_STEP = {3: _fill_finding_scores, 5: _widen_run_statuses, 9: _open_protocol_names, 12: _store_texts_once}
+def _store_trace_sources_once(conn) -> None:
+    from workbench.core.project.arm_import import store_sources_once
+
+    store_sources_once(conn)
+
+
+AFTER_STEP = {3: _fill_finding_scores, 5: _widen_run_statuses, 9: _open_protocol_names, 12: _store_texts_once,
+              13: _store_trace_sources_once}
