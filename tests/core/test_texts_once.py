@@ -18,8 +18,8 @@ import pytest
 
 from workbench.cli import main as cli_main
 from workbench.core.project import _sql, call_texts, search
-from workbench.core.project.arm_import import trace_from_columns, trace_source
 from workbench.core.project import store as store_module
+from workbench.core.project.arm_import import trace_from_columns, trace_source
 from workbench.core.project.files import ProjectError
 from workbench.core.project.store import Store
 

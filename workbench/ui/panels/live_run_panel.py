@@ -6,7 +6,8 @@ The panel is a shell over the window's RunService and QtManualAgents: it never r
 itself. Two tabs share the dock (it is wide and short): "Runs" (the runs | the selected run's
 timeline | the selected call, or the run's CONS escalation) and "Configure" (the run
 configuration form). What it shows comes from the project file, read off the GUI thread, and,
-for the run in progress, from the service's live call events.
+for the run in progress, from the service's live call events. What a person answers (a manual
+call, the conductor's decision, an escalation) is in :mod:`.live_run_people`.
 """
 
 from __future__ import annotations
@@ -29,17 +30,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.core.protocols.shared.steps import AgentCall
 from workbench.services.project_model import ProjectModel
 from workbench.services.reads import Reader
 from workbench.services.runs.manual_agents import QtManualAgents
 from workbench.services.runs.service import RunService
 from workbench.ui.panels.base import Panel
+from workbench.ui.panels.live_run_people import LiveRunPeople
 from workbench.ui.plots.limit_plot import LimitPlot
 from workbench.ui.widgets.call_detail import CallDetailView
 from workbench.ui.widgets.config_source import ConfigSource
 from workbench.ui.widgets.contained import Contained
-from workbench.ui.widgets.escalation_form import EscalationForm, context_html
+from workbench.ui.widgets.escalation_form import EscalationForm
 from workbench.ui.widgets.manual_prompt import ManualPromptBox, escape_html
 from workbench.ui.widgets.record_table import RecordTable
 from workbench.ui.widgets.run_config_editor import RunConfigEditor
@@ -48,10 +49,8 @@ from workbench.ui.widgets.run_status import (
     RUN_STATUS,
     SIM_BADGE,
     SIM_NOTE,
-    WAITING,
     ElidedRichLabel,
     RunBadge,
-    ballots_html,
     decorate_run,
     live_row,
     progress_text,
@@ -71,7 +70,7 @@ RUN_COLUMNS = (("name", "Run"), ("sim", "SIM"), ("status_text", "Status"), ("pro
                ("label", "Label"), ("id", "Id"))
 
 
-class LiveRunPanel(Panel):
+class LiveRunPanel(LiveRunPeople, Panel):
     TITLE = "Live Run"
     OBJECT_NAME = "liveRunPanel"
     SUMMARY = "Configure, start, watch, cancel and resume protocol runs call by call, and answer the calls you play."
@@ -538,37 +537,6 @@ class LiveRunPanel(Panel):
                           cleanup=reading.close_connection,
                           on_failed=lambda e: self.call_view.show_detail(None, f"Could not read the call: {e.message}"))
 
-    def _read_escalation(self, run: dict) -> None:
-        reading = self._reading
-        if reading is None:
-            self._escalation_view = None
-            self.escalation_form.set_view(None)
-            return
-        # Any run: the view is None unless the run put a question to a conductor (a CONS question
-        # record), whatever protocol it is of.
-        run_id = run["id"]
-
-        def read(_cancel):
-            from workbench.core.project.escalations import escalation_view
-
-            return escalation_view(reading, run_id)
-
-        self._escalation.load(read, lambda view: self._show_escalation(run_id, view), cleanup=reading.close_connection)
-
-    def _show_escalation(self, run_id: str, view) -> None:
-        if run_id != self._shown_run:
-            return
-        run = next((r for r in self._run_rows if r["id"] == run_id), None)
-        self._escalation_view = view
-        running = self.service is not None and self.service.run_id == run_id
-        waiting = run is not None and run["status"] == "interrupted" and WAITING in (run["error"] or "")
-        if view is not None and view.escalations and not view.stored and not running and waiting:
-            self.escalation_form.set_view(view, action="Resume and decide")
-        else:
-            self.escalation_form.set_view(view, action="Record decision")
-            if view is not None and not view.stored:
-                self.escalation_form._set_controls(False)  # not at its verdict yet (or the run asks live)
-
     # ----- configurations --------------------------------------------------------------------
     def _on_config_chosen(self, _index: int) -> None:
         config_id = self.config_combo.currentData()
@@ -688,23 +656,6 @@ class LiveRunPanel(Panel):
         if event.type() == QEvent.Type.PaletteChange and hasattr(self, "badge"):  # a new theme
             self.badge.set_status(self.badge.status, restyle=True)
             self._show_heading()
-
-    def _on_waiting_changed(self, n: int) -> None:
-        index = self.tabs.indexOf(self.waiting_page)
-        if n:
-            self.tabs.setTabText(index, f"⚑ Waiting for you ({n})" if n > 1 else "⚑ Waiting for you")
-            if not self.tabs.isTabVisible(index):
-                self._tab_before_waiting = self.tabs.currentIndex()
-                self.tabs.setTabVisible(index, True)
-            self.tabs.setCurrentIndex(index)
-        elif self.tabs.isTabVisible(index):
-            back = self._tab_before_waiting if self.tabs.currentIndex() == index else self.tabs.currentIndex()
-            self.tabs.setTabVisible(index, False)
-            self.tabs.setCurrentIndex(back if back != index else 0)
-
-    def _on_prompt_sent(self, key: str, text: str) -> None:
-        if self.manual is not None and not self.manual.answer(key, text):
-            self.prompt_box.remove(key)  # its run was cancelled meanwhile
 
     def start_blocker(self) -> str | None:
         """Why Start cannot start anything now, in words; None when it can."""
@@ -833,89 +784,6 @@ class LiveRunPanel(Panel):
         self.timeline.stop_live()
         self._record_decisions(summary)
         self.request()
-
-    def _on_asked(self, call: AgentCall) -> None:
-        run = self.service.run_id if self.service is not None else None
-        if call.purpose == "hitl_decision" and run in self._answer_when_asked and self.manual is not None:
-            self.manual.answer(call.key, self._answer_when_asked.pop(run))  # decided before the resume
-            return
-        reading = self._reading
-        if call.purpose == "hitl_decision" and reading is not None and run is not None:
-            # What the conductor decides on is read first (off this thread), then the prompt shows.
-            def read(_cancel):
-                from workbench.core.project.ballots import last_round_ballots
-                from workbench.core.project.escalations import escalation_view
-
-                return last_round_ballots(reading, run), escalation_view(reading, run)
-
-            self._asking.load(read, lambda got: self._ask(call, run, got[1], got[0]),
-                              on_failed=lambda _e: self._ask(call, run, None, []), cleanup=reading.close_connection)
-        else:
-            self._ask(call, run, None, [])
-
-    def _ask(self, call: AgentCall, run: str | None, view, ballots: list) -> None:
-        if call.purpose == "hitl_decision":
-            self._live_view = (run, call.key, view)
-            self.decision_form.reset()
-            self.decision_form.set_view(view, live=True)
-            context = context_html(view, sides=False) + ballots_html(ballots)
-        else:
-            context = ""
-        self.prompt_box.add(call, run, context)
-        self.request()  # the log shows every call before this one while the person reads
-        if self.service is not None and self.service.last_progress is not None:
-            self._on_run_progressed(self.service.last_progress)
-
-    # ----- decisions on CONS escalations -----------------------------------------------------
-    def _on_live_decision(self, choice: str, option: str, reason: str) -> None:
-        """The running conductor's call is answered with the decision and its reason; the
-        decision is recorded in cons_escalations when the run has stored its outcome."""
-        from workbench.core.project.escalations import decision_text
-
-        run, key, view = getattr(self, "_live_view", (None, None, None))
-        current = self.prompt_box.current
-        if view is None or current is None or current.key != key or self.manual is None:
-            return
-        self._decisions[run] = (choice, option, reason)
-        if not self.manual.answer(key, decision_text(view, choice, option, reason)):
-            self._decisions.pop(run, None)
-            self.prompt_box.remove(key)
-
-    def _on_record_decision(self, choice: str, option: str, reason: str) -> None:
-        """A decision taken in the Escalation tab: for a run waiting on its conductor, the run is
-        resumed and the decision answers it; for a finished run, it is recorded at once."""
-        from workbench.core.project.escalations import decision_text, record_decision
-
-        view = self._escalation_view
-        if view is None or self.service is None:
-            return
-        run_id = view.run_id
-        if not view.stored:
-            self._answer_when_asked[run_id] = decision_text(view, choice, option, reason)
-            self._decisions[run_id] = (choice, option, reason)
-            if not self.service.resume(run_id):
-                self._answer_when_asked.pop(run_id, None)
-                self._decisions.pop(run_id, None)
-            return
-        self.model.write("record the conductor's decision",
-                         lambda store: record_decision(store, run_id, choice=choice, option=option or None,
-                                                       reason=reason))
-
-    def _record_decisions(self, summary: dict) -> None:
-        from workbench.core.project.escalations import record_decision
-
-        for s in summary.get("runs") or [summary]:
-            run_id = s.get("run_id")
-            decided = self._decisions.pop(run_id, None) if s.get("status") == "completed" else None
-            self._answer_when_asked.pop(run_id, None)
-            if decided is None or self.model.store is None:
-                continue
-            choice, option, reason = decided
-            # Every value bound now: the write runs later, after this loop has moved to the next
-            # run of a batch (late binding gave each run the last run's decision).
-            self.model.write("record the conductor's decision",
-                             lambda store, r=run_id, c=choice, o=option, why=reason: record_decision(
-                                 store, r, choice=c, option=o or None, reason=why))
 
 
 class _Content(QWidget):
