@@ -63,7 +63,7 @@ SAMPLE_ROWS: dict[str, dict] = {
                "prompt_tokens": 5, "completion_tokens": 6, "latency_ms": 900.0,
                "meta_json": {"provider": "claude", "stopReason": "end_turn"},
                "extra_json": {"unknown_field": [1, 2]}, "key_order_json": ["claim", "confidence"],
-               "source_json": {"claim": "No."}, "call_id": 1,
+               "source_json": {"claim": "No."}, "source_rebuilt": 0, "call_id": 1,
                "simulated": 0, "created_at": T0},
     "findings": {"id": "f1", "claim": "commit e8f2a91 adds OAuth2", "context_json": {"repo": "auth"},
                  "threshold": 0.6, "run_id": "r1", "source_artifact_id": 1, "created_by": "scout",
@@ -125,6 +125,9 @@ SAMPLE_ROWS: dict[str, dict] = {
                       "variant_id": 1, "status": "completed", "calls_reused": 36,
                       "metrics_json": {"positive_consensus_share": 0.5, "accuracy": None}, "created_at": T1},
 }
+
+# What schema step 13 added, dropped again (see STEP_9_TABLES).
+STEP_13_UNDONE = "ALTER TABLE traces DROP COLUMN source_rebuilt; "
 
 # What schema step 12 added, undone (see STEP_9_TABLES), for a project without calls (a call's
 # texts stay parts): the view and its triggers dropped, the calls' table and columns renamed back.

@@ -8,8 +8,9 @@ import pytest
 
 from workbench.core.errors import InputError
 from workbench.core.project import _sql
-from workbench.core.project.arm_import import export_arm_run, import_arm_file, trace_from_columns, trace_source
+from workbench.core.project.arm_import import export_arm_run, import_arm_file
 from workbench.core.project.store import Store
+from workbench.core.project.trace_columns import trace_from_columns, trace_source
 from workbench.core.protocols.arm import parse_trace, trace_to_upstream
 
 

@@ -19,9 +19,9 @@ import pytest
 from workbench.cli import main as cli_main
 from workbench.core.project import _sql, call_texts, search
 from workbench.core.project import store as store_module
-from workbench.core.project.arm_import import trace_from_columns, trace_source
 from workbench.core.project.files import ProjectError
 from workbench.core.project.store import Store
+from workbench.core.project.trace_columns import trace_from_columns, trace_source
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_FILES = sorted(p for p in (REPO / "sample_runs").glob("*.rwb") if p.stat().st_size)

@@ -76,7 +76,7 @@ def run_records(store: Store, run_id: str) -> Iterator[dict]:
                   "vote": b["vote"], "confidence": b["confidence"], "rationale": b["rationale"],
                   "evidence": b["evidence_json"], "status": b["status"], "simulated": bool(b["simulated"])}
         yield audited(record, "ballot", b["id"])
-    from workbench.core.project.arm_import import trace_source  # (the ARM package, only for traces)
+    from workbench.core.project.trace_columns import trace_source  # (ARM's fields, only for traces)
 
     for t in _sql.rows(store, "traces", "run_id = ?", (run_id,), order_by="round_no, id"):
         record = {"kind": "trace", "round": t["round_no"], "role": t["role"], "attempt": t["attempt"],

@@ -180,7 +180,7 @@ def _cons_outcome(tx: Transaction, w: Where, f: dict, _kind: str) -> None:
 
 
 def _trace(tx: Transaction, w: Where, f: dict, _kind: str) -> None:
-    from workbench.core.project.arm_import import trace_columns
+    from workbench.core.project.trace_columns import trace_columns
 
     attempt = int(f.get("attempt", 1))
     row = {"run_id": w.run_id, "round_id": w.round_id, "round_no": f["round_no"], "role": f["role"],
@@ -199,7 +199,7 @@ def _trace(tx: Transaction, w: Where, f: dict, _kind: str) -> None:
 def _trace_final(tx: Transaction, w: Where, f: dict, _kind: str) -> None:
     """A trace as the protocol concluded it (the gates may rewrite one); one no call made (a
     placeholder) is added."""
-    from workbench.core.project.arm_import import store_source_once, trace_columns
+    from workbench.core.project.trace_columns import store_source_once, trace_columns
 
     sourced = {"source_json": f["source"], "source_rebuilt": 0} if "source" in f else {}
     columns = {**trace_columns(f["trace"]), **sourced}

@@ -191,7 +191,7 @@ def _products(store: Store, call: dict) -> list[dict]:
 
 def trace_json(row: dict) -> dict:
     """ARM's JSON of a stored trace: as imported (or as the run wrote it), else rebuilt from its columns."""
-    from workbench.core.project.arm_import import trace_from_columns, trace_source
+    from workbench.core.project.trace_columns import trace_from_columns, trace_source
 
     source = trace_source(row)
     return source if isinstance(source, dict) else trace_from_columns(row)

@@ -700,7 +700,7 @@ END;
 
 # Step 13: a trace's source once (SPEC §10, issue 30). source_json keeps a trace as it was read (or
 # as a run wrote it) only where its columns cannot give it back byte for byte; where they can,
-# source_rebuilt is 1 and readers rebuild it (arm_import.trace_source). AFTER_STEP[13] drops the
+# source_rebuilt is 1 and readers rebuild it (trace_columns.trace_source). AFTER_STEP[13] drops the
 # copies an existing project holds.
 _V13 = """
 ALTER TABLE traces ADD COLUMN source_rebuilt INTEGER NOT NULL DEFAULT 0 CHECK (source_rebuilt IN (0, 1));
@@ -773,7 +773,7 @@ def _store_texts_once(conn) -> None:
 
 # Python that completes a step inside the step's own transaction (data the SQL cannot compute).
 def _store_trace_sources_once(conn) -> None:
-    from workbench.core.project.arm_import import store_sources_once
+    from workbench.core.project.trace_columns import store_sources_once
 
     store_sources_once(conn)
 
