@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.project_files import user_version as version
 from workbench.cli import main as cli_main
 from workbench.core.project import _sql, call_texts, search
 from workbench.core.project import store as store_module
@@ -27,14 +28,6 @@ REPO = Path(__file__).resolve().parents[2]
 SAMPLE_FILES = sorted(p for p in (REPO / "sample_runs").glob("*.rwb") if p.stat().st_size)
 STEP_11 = 11
 FORMATS = ("jsonl", "csv", "md", "html")
-
-
-def version(path: Path) -> int:
-    conn = sqlite3.connect(path)
-    try:
-        return conn.execute("PRAGMA user_version").fetchone()[0]
-    finally:
-        conn.close()
 
 
 def as_step_12(path: Path) -> None:

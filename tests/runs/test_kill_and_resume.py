@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_llm_server import FakeLLMServer, Reply
+from tests.support.project_files import integrity
 
 REPO = Path(__file__).resolve().parents[2]
 KILLS = 10
@@ -97,14 +98,6 @@ def wait_for_calls(project: Path, run_id: str, count: int, proc: subprocess.Pope
         except sqlite3.Error:
             pass  # not created yet, or briefly locked by the writer
         time.sleep(0.005)
-
-
-def integrity(project: Path) -> str:
-    conn = sqlite3.connect(project)
-    try:
-        return conn.execute("PRAGMA integrity_check").fetchone()[0]
-    finally:
-        conn.close()
 
 
 @pytest.mark.timeout(600)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.project_files import integrity
 from workbench.core.project.findings import FindingsStore
 from workbench.core.project.store import Store
 
@@ -83,14 +84,6 @@ def tally():
     print(f"\nkill drill: {t.kills} kills, {t.hot} left a hot journal, {t.recovered} recovered on opening")
     for row in t.rows:
         print("  ", *row)
-
-
-def integrity(project: Path) -> str:
-    conn = sqlite3.connect(project)
-    try:
-        return conn.execute("PRAGMA integrity_check").fetchone()[0]
-    finally:
-        conn.close()
 
 
 def count(project: Path, sql: str, params: tuple = ()) -> int | None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_study_cli import base
+from tests.support.project_files import integrity
 
 REPO = Path(__file__).resolve().parents[2]
 KILLS = 5
@@ -66,14 +67,6 @@ def calls_on_disk(project: Path) -> int:
             conn.close()
     except sqlite3.Error:
         return 0  # not created yet, or briefly locked by the writer
-
-
-def integrity(project: Path) -> str:
-    conn = sqlite3.connect(project)
-    try:
-        return conn.execute("PRAGMA integrity_check").fetchone()[0]
-    finally:
-        conn.close()
 
 
 @pytest.mark.timeout(600)

@@ -14,6 +14,7 @@ from workbench.core.protocols.debate.run import DEFAULT_ROUNDS, MAX_ROUNDS, run_
 from workbench.core.protocols.debate.steps import IDENTITY
 from workbench.core.protocols.shared.answer_metrics import ANSWER_METRICS
 from workbench.core.protocols.shared.answers import (
+    ANSWER_VALIDITY,
     AnswerPanel,
     agents_of,
     answer_type_of,
@@ -21,7 +22,7 @@ from workbench.core.protocols.shared.answers import (
     read,
     report_lines,
 )
-from workbench.core.protocols.shared.declaration import Finished, Prompts, ValidityUnit
+from workbench.core.protocols.shared.declaration import Finished, Prompts
 
 
 class DebateRunOptions(AnswerPanel):
@@ -57,6 +58,6 @@ def report(view) -> list[str]:
 
 PROTOCOL = replace(
     IDENTITY, config=DebateRunOptions, generator=generator, read=read, finish=finish,
-    validity=ValidityUnit("artifact", "answers", step_kind="answer"), report=report, sim="workbench.core.sim.debate",
+    validity=ANSWER_VALIDITY, report=report, sim="workbench.core.sim.debate",
     metrics=ANSWER_METRICS,
 )

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from workbench.core import report_md as md
 from workbench.core.errors import InputError
-from workbench.core.protocols.shared.declaration import Prompts, Record
+from workbench.core.protocols.shared.declaration import Prompts, Record, ValidityUnit
 from workbench.core.protocols.shared.steps import AgentCall, AgentReply, Reading
 from workbench.core.protocols.shared.templates import Variable
 from workbench.core.protocols.shared.truth import accuracy_text, tally
@@ -35,6 +35,8 @@ from workbench.core.scoring import extract, normalised
 # The output cap of an answer (tokens): Du et al.'s answers reason before they answer.
 ANSWER_MAX_TOKENS = 512
 FLAT_CLUSTER = "agents"  # the one cluster a flat ``agents`` list makes
+# What a run's validity counts, for every answer protocol: its answers.
+ANSWER_VALIDITY = ValidityUnit("artifact", "answers", step_kind="answer")
 
 QUERY = Variable("query", "the question the run puts to its agents (a dataset item's question)")
 PERSONA = Variable("persona", "the agent's persona, from its config (empty: a default line)")

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from workbench.core.protocols.shared.answer_metrics import ANSWER_METRICS
 from workbench.core.protocols.shared.answers import (
+    ANSWER_VALIDITY,
     AnswerPanel,
     agents_of,
     answer_type_of,
@@ -14,7 +15,7 @@ from workbench.core.protocols.shared.answers import (
     read,
     report_lines,
 )
-from workbench.core.protocols.shared.declaration import Finished, Prompts, ValidityUnit
+from workbench.core.protocols.shared.declaration import Finished, Prompts
 from workbench.core.protocols.single.run import run_single
 from workbench.core.protocols.single.steps import IDENTITY
 
@@ -40,6 +41,6 @@ def report(view) -> list[str]:
 
 PROTOCOL = replace(
     IDENTITY, config=SingleRunOptions, generator=generator, read=read, finish=finish,
-    validity=ValidityUnit("artifact", "answers", step_kind="answer"), report=report, sim="workbench.core.sim.single",
+    validity=ANSWER_VALIDITY, report=report, sim="workbench.core.sim.single",
     metrics=ANSWER_METRICS,
 )

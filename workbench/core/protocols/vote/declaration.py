@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from workbench.core.protocols.shared.answer_metrics import ANSWER_METRICS
 from workbench.core.protocols.shared.answers import (
+    ANSWER_VALIDITY,
     AnswerPanel,
     agents_of,
     answer_type_of,
@@ -14,7 +15,7 @@ from workbench.core.protocols.shared.answers import (
     read,
     report_lines,
 )
-from workbench.core.protocols.shared.declaration import Finished, Prompts, ValidityUnit
+from workbench.core.protocols.shared.declaration import Finished, Prompts
 from workbench.core.protocols.vote.run import run_vote
 from workbench.core.protocols.vote.steps import IDENTITY
 
@@ -41,6 +42,6 @@ def report(view) -> list[str]:
 
 PROTOCOL = replace(
     IDENTITY, config=VoteRunOptions, generator=generator, read=read, finish=finish,
-    validity=ValidityUnit("artifact", "answers", step_kind="answer"), report=report, sim="workbench.core.sim.vote",
+    validity=ANSWER_VALIDITY, report=report, sim="workbench.core.sim.vote",
     metrics=ANSWER_METRICS,
 )
