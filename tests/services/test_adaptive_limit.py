@@ -332,6 +332,36 @@ def test_a_429_before_our_requests_spanned_the_window_is_a_halving():
     assert lim.limit == 4 and [e.why for e in history.since(0)] == ["start", "rate_limited"]
 
 
+def test_after_an_opening_taken_whole_an_early_429_settles_at_the_estimate():
+    # 9 requests/s, calls of 0.25 s, max_concurrency 8: the 8 opening requests are taken, then 1
+    # of the next 8, 0.25 s in (less than the 1 s window after our first request). The provider
+    # took our whole opening, so the window's 9 are our share at least: 9/s x 0.25 s = 2.25, so 2.
+    lim, clock, history = limit(8)
+    opening = take(lim, 8)
+    clock.sleep(STEP)
+    for t in opening:
+        lim.release(t, "ok")
+    refused_burst(lim, clock, sent=8, accepted=1)
+    assert lim.limit == 4
+    clock.sleep(1 - STEP)
+    assert isinstance(lim.try_acquire(), Ticket)
+    assert lim.limit == 2
+    assert [(e.why, e.previous, e.limit) for e in history.since(0)] == [
+        ("start", None, 8), ("rate_limited", 8, 4), ("estimated", 4, 2)]
+
+
+def test_an_opening_refused_in_part_keeps_a_later_early_429_a_halving():
+    # 3 of the 8 opening requests refused: the provider's window held others' requests. The opening
+    # cut halves; a second 429 still inside the first window is a halving too, not the estimate.
+    lim, clock, history = limit(8)
+    refused_burst(lim, clock, sent=8, accepted=3, retry_after=0.25)
+    clock.sleep(0.25)
+    refused_burst(lim, clock, sent=4, accepted=1, retry_after=0.25)
+    clock.sleep(0.25)
+    assert isinstance(lim.try_acquire(), Ticket)
+    assert lim.limit == 2 and [e.why for e in history.since(0)] == ["start", "rate_limited", "rate_limited"]
+
+
 def test_a_refusal_with_no_more_in_flight_than_the_estimate_is_a_halving():
     # 2 in flight is what the rate supports; a single request refused is not a sign of too many.
     lim, clock, _ = limit(32)

@@ -51,11 +51,17 @@ Plain halving stays when the estimate would rest on nothing: no clean call that 
 clock, no accepted request in the window, or no more requests in flight at the 429 (the refused one
 included) than the estimate (the provider then refused a concurrency the estimate allows, so the
 estimate is not what limits it: a trickle of calls refused after a lull is not cut to the
-trickle's 1). And it is only computed over a window our own requests spanned: a 429 less than
-``W`` after the limit's first grant is halved only, since the provider's window may hold requests
-from before ours (another client's, or the previous run's), and our share of it would be read as
-its whole rate (the bench's runs, started back to back, met 429s at their first requests with 3
-of 8 accepted: read as the rate, 3 × 0.2 s, that would be a cut to 1). The estimate only ever cuts deeper than
+trickle's 1). And a window reaching back before our first request counts only when the provider
+took our whole *opening* (the requests granted before the first of them was answered): a 429 less
+than ``W`` after the limit's first grant, with part of the opening refused, is halved only. The
+provider's window may hold requests from before ours (another client's, or the previous run's),
+and our share of it would be read as its whole rate (the bench's runs, started back to back, met
+429s at their first requests with 3 of 8 accepted: read as the rate, 3 × 0.2 s, that would be a
+cut to 1). An opening taken whole shows that what was there before us left room for all of it, so
+our share of the window is at least the opening: at 10 requests/s and ``max_concurrency`` 8, the
+8 opening requests are taken, 2 of the next 8, and the estimate (10 in the second, × 0.2 s) is 2,
+where halving took two episodes to get there (bench/orchestration.py: 1.18× the rate bound before).
+The estimate only ever cuts deeper than
 halving, and the limit comes back by the same additive growth as after any cut (after the cooldown,
 +1 per ``rounds`` rounds, a round lasting about one call at the limit): an estimate too low, as
 when another client's burst filled the provider's minute, costs ``rounds`` call durations per
@@ -64,7 +70,7 @@ slot to recover, not the run.
 Why halve rather than cut by 0.8 (Inspect): against a provider's rate limit every episode costs a
 pause of at least its ``Retry-After`` (whole seconds, rounded up), and ×0.8 needs 13 episodes to
 come down from 32 to 2 where halving needs 4, and the Little's-law cut 2 (bench/orchestration.py,
-10 requests/s: 1.18× and 1.10× of the rate bound at max_concurrency 8 and 32; docs/performance.md).
+10 requests/s: 1.12× and 1.10× of the rate bound at max_concurrency 8 and 32; docs/performance.md).
 """
 
 from __future__ import annotations
@@ -153,6 +159,8 @@ class AdaptiveLimit:
         self._flying: dict[int, float] = {}  # the tickets in flight: serial -> when granted
         self._serials = 0
         self._first_grant = math.inf  # when the first slot was granted (on the clock)
+        self._opening = 0  # the grants before the first answer (serials 1.._opening); 0: none answered yet
+        self._opening_refused = False  # the provider refused a request of that opening
         self._settle: tuple[float, float, int] | None = None  # a cut to settle: (when, window, in flight)
         self._clock, self._sleep = clock, sleep
         self._record = record
@@ -223,6 +231,10 @@ class AdaptiveLimit:
         with self._cond:
             self.in_use -= 1
             self._flying.pop(ticket.serial, None)
+            if outcome == "rate_limited" or outcome in ANSWERED:  # the provider saw it
+                self._opening = self._opening or self._serials
+                if outcome == "rate_limited" and ticket.serial <= self._opening:
+                    self._opening_refused = True
             if outcome == "rate_limited":
                 self._refused(ticket, retry_after_s, pause_s)
             else:
@@ -279,8 +291,10 @@ class AdaptiveLimit:
         self.limit = max(1, math.ceil(self.limit * CUT))
         window = min(MAX_WINDOW_S, max(MIN_WINDOW_S, pause))
         # The Little's-law cut is settled when the pause is over, once the requests of this episode
-        # have come back; only over a window our own requests spanned (see the module docstring).
-        self._settle = (now, window, self.in_use + 1) if now - self._first_grant >= window else None
+        # have come back; only over a window our own requests spanned, or after an opening the
+        # provider took whole (see the module docstring).
+        known = now - self._first_grant >= window or not self._opening_refused
+        self._settle = (now, window, self.in_use + 1) if known else None
         self.cooldown_until = now + COOLDOWN_PAUSES * pause
         self.epoch += 1
         self.clean, self.grown = 0, False
