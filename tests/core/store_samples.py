@@ -127,6 +127,20 @@ SAMPLE_ROWS: dict[str, dict] = {
 }
 
 # What schema step 13 added, dropped again (see STEP_9_TABLES).
+# What schema step 14 did, undone (see STEP_9_TABLES): every copy a vote or an artifact read from
+# its call stored whole again, the views and their triggers dropped, the tables renamed back.
+STEP_14_UNDONE = (
+    "CREATE TEMP TABLE whole_votes AS SELECT id, reason, raw FROM votes; "
+    "CREATE TEMP TABLE whole_artifacts AS SELECT id, content FROM artifacts; "
+    "DROP VIEW votes; DROP VIEW artifacts; DROP TRIGGER IF EXISTS call_reply_copies_on_update; "
+    "DROP TRIGGER IF EXISTS call_reply_copies_on_delete; "
+    "UPDATE vote_rows SET reason = (SELECT w.reason FROM whole_votes w WHERE w.id = vote_rows.id), "
+    "raw = (SELECT w.raw FROM whole_votes w WHERE w.id = vote_rows.id); "
+    "UPDATE artifact_rows SET content = (SELECT w.content FROM whole_artifacts w WHERE w.id = artifact_rows.id); "
+    "ALTER TABLE vote_rows DROP COLUMN raw_from_call; ALTER TABLE vote_rows DROP COLUMN reason_from_call; "
+    "ALTER TABLE artifact_rows DROP COLUMN content_from_call; "
+    "ALTER TABLE vote_rows RENAME TO votes; ALTER TABLE artifact_rows RENAME TO artifacts; "
+    "DROP TABLE whole_votes; DROP TABLE whole_artifacts; ")
 STEP_13_UNDONE = "ALTER TABLE traces DROP COLUMN source_rebuilt; "
 
 # What schema step 12 added, undone (see STEP_9_TABLES), for a project without calls (a call's

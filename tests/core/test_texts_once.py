@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.core.store_samples import STEP_14_UNDONE
 from tests.support.project_files import user_version as version
 from workbench.cli import main as cli_main
 from workbench.core.project import _sql, call_texts, search
@@ -30,8 +31,19 @@ STEP_11 = 11
 FORMATS = ("jsonl", "csv", "md", "html")
 
 
+def as_step_13(path: Path) -> None:
+    """A file of schema 14 made a file of step 13 again: every vote's and artifact's copy of its
+    call's reply stored whole."""
+    if version(path) < 14:
+        return
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(f"BEGIN; {STEP_14_UNDONE} PRAGMA user_version = 13; COMMIT;")
+    conn.close()
+
+
 def as_step_12(path: Path) -> None:
     """A file of schema 13 made a file of step 12 again: every trace's source stored whole."""
+    as_step_13(path)
     if version(path) < 13:
         return
     conn = sqlite3.connect(path, isolation_level=None)
@@ -79,12 +91,12 @@ def traces(path: Path) -> list[str]:
     return [json.dumps(trace_source(row), ensure_ascii=False) for row in rows]
 
 
-def calls(path: Path) -> list[tuple]:
-    """Every column of every call, in id order, read with plain sqlite3 (a table before step 12,
-    the view after)."""
+def calls(path: Path, table: str = "llm_calls") -> list[tuple]:
+    """Every column of every call (or of ``table``: ``votes``, ``artifacts``), in id order, read
+    with plain sqlite3 (a table before step 12, or 14, the view after)."""
     conn = sqlite3.connect(path)
     try:
-        return conn.execute("SELECT * FROM llm_calls ORDER BY id").fetchall()
+        return conn.execute(f"SELECT * FROM {table} ORDER BY id").fetchall()
     finally:
         conn.close()
 
@@ -123,15 +135,17 @@ def search_words(path: Path) -> list[str]:
     return found[::max(1, len(found) // 6)][:6] + ["zzzznothing"]
 
 
-def searched(store: Store, words: list[str]) -> dict[tuple[str, str], list[int]]:
-    """The calls each word finds, by the index (rebuilt) and by LIKE, through search.condition."""
+def searched(store: Store, words: list[str]) -> dict[tuple[str, str, str], list[int]]:
+    """The calls and votes each word finds, by the index (rebuilt) and by LIKE, through
+    search.condition."""
     search.rebuild_index(store)
     out = {}
     for word in words:
         for plan in (search.plan(store, word), search.SearchPlan(word, search.LIKE)):
-            where, params = search.condition(plan, "call", "c")
-            rows = store._connection().execute(f"SELECT c.id FROM llm_calls c WHERE {where} ORDER BY c.id", params)
-            out[(word, plan.mode)] = [r[0] for r in rows]
+            for kind, table in (("call", "llm_calls"), ("vote", "votes")):
+                where, params = search.condition(plan, kind, "c")
+                rows = store._connection().execute(f"SELECT c.id FROM {table} c WHERE {where} ORDER BY c.id", params)
+                out[(word, plan.mode, kind)] = [r[0] for r in rows]
     return out
 
 
@@ -149,17 +163,22 @@ def test_a_migrated_sample_reads_back_byte_for_byte_and_exports_and_searches_the
         found_before = searched(store, words)
         store.close_connection()
         before_rows = calls(path)
+        before_votes, before_artifacts = calls(path, "votes"), calls(path, "artifacts")
         before_traces = traces(path)
         before_exports = exports(path, tmp_path)
     assert version(path) == STEP_11
 
-    store = Store.open(path)  # schema steps 12 and 13: texts once, trace sources once
+    store = Store.open(path)  # schema steps 12 to 14: texts once, trace sources once, replies once
     try:
-        assert version(path) == store_module.SCHEMA_VERSION == 13 and store.report.migrated_from == STEP_11
+        assert version(path) == store_module.SCHEMA_VERSION == 14 and store.report.migrated_from == STEP_11
         assert calls(path) == before_rows  # every column of every call, request and raw reply whole
+        assert calls(path, "votes") == before_votes and calls(path, "artifacts") == before_artifacts
         assert traces(path) == before_traces  # every trace as read or written, stored or rebuilt
         kept, rebuilt = store._connection().execute(
             "SELECT count(source_json), coalesce(sum(source_rebuilt), 0) FROM traces").fetchone()
+        from_call = store._connection().execute(
+            "SELECT (SELECT coalesce(sum(raw_from_call), 0) FROM vote_rows), "
+            "(SELECT coalesce(sum(content_from_call), 0) FROM artifact_rows)").fetchone()
         assert searched(store, words) == found_before
         info = store.info()["storage"]
     finally:
@@ -167,6 +186,10 @@ def test_a_migrated_sample_reads_back_byte_for_byte_and_exports_and_searches_the
     assert exports(path, tmp_path) == before_exports
     if before_traces:  # the migration dropped the copies the columns rebuild exactly
         assert rebuilt > 0 and kept + rebuilt == sum(t != "null" for t in before_traces), (kept, rebuilt)
+    if any(v[8] is not None for v in before_votes):  # a vote's raw reply is its call's, kept there once
+        assert from_call[0] > 0, from_call
+    if any(a[6] is not None for a in before_artifacts):  # an artifact's text too
+        assert from_call[1] > 0, from_call
     if before_rows:
         assert info["texts"] > 0 and info["request_response_bytes_stored"] < info["request_response_bytes_whole"]
         assert info["bytes_saved"] == info["request_response_bytes_whole"] - info["request_response_bytes_stored"]
@@ -348,3 +371,8 @@ def test_rwb_info_reports_the_space_saved(step_11_file, capsys):
     assert storage["calls"] == len(calls(step_11_file)) and storage["texts"] > 0
     assert 0 < storage["request_response_bytes_stored"] < storage["request_response_bytes_whole"]
     assert storage["saved_fraction"] > 0.3
+    conn = sqlite3.connect(step_11_file)  # step 14: votes' and artifacts' copies of their call's reply
+    copies = conn.execute("SELECT (SELECT sum(raw_from_call + reason_from_call) FROM vote_rows) + "
+                          "(SELECT sum(content_from_call) FROM artifact_rows)").fetchone()[0]
+    conn.close()
+    assert storage["copies_read_from_calls"] == copies > 0 and storage["copies_bytes_saved"] > 0

@@ -7,7 +7,14 @@ import sqlite3
 
 import pytest
 
-from tests.core.store_samples import STEP_9_UNDONE, STEP_10_UNDONE, STEP_11_UNDONE, STEP_12_UNDONE, STEP_13_UNDONE
+from tests.core.store_samples import (
+    STEP_9_UNDONE,
+    STEP_10_UNDONE,
+    STEP_11_UNDONE,
+    STEP_12_UNDONE,
+    STEP_13_UNDONE,
+    STEP_14_UNDONE,
+)
 from tests.runs.test_run_outcomes import last_json, rows, rwb, sample, write
 from tests.support.fake_llm_server import FakeLLMServer, Reply
 from workbench.core.project import reply_cache
@@ -109,7 +116,7 @@ def test_a_schema_5_project_opens_and_gains_the_reply_cache(tmp_path):
                        "DROP TABLE reply_cache; DELETE FROM change_counters WHERE tbl = 'reply_cache'; "
                        "DROP INDEX llm_calls_agent; DROP INDEX llm_calls_status; DROP INDEX votes_agent; "
                        "DROP INDEX traces_agent; DROP INDEX votes_call; DROP INDEX artifacts_call; "  # steps 7 and 8
-                       f"{STEP_13_UNDONE}{STEP_12_UNDONE}{STEP_11_UNDONE}{STEP_10_UNDONE}{STEP_9_UNDONE}"
+                       f"{STEP_14_UNDONE}{STEP_13_UNDONE}{STEP_12_UNDONE}{STEP_11_UNDONE}{STEP_10_UNDONE}{STEP_9_UNDONE}"
                        "PRAGMA user_version = 5; COMMIT;")
     conn.close()
     store = Store.open(path)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from workbench.core.project import call_texts
 from workbench.core.project.changes import BOOKKEEPING_TABLES, Changes, read_counters
+from workbench.core.project.schema import COPIED_FROM_CALL
 
 if TYPE_CHECKING:
     from workbench.core.project.store import Store
@@ -43,9 +44,11 @@ def encode(record: dict) -> dict:
 
 
 # A view that stands for a table under another name (schema step 12: ``llm_calls`` reads the calls
-# of ``llm_call_rows`` with their texts whole). Updates and deletes by key go to the stored rows;
-# changes are reported under the view's name, the one every reader and counter uses.
-STORED_AS = {call_texts.VIEW: call_texts.TABLE}
+# of ``llm_call_rows`` with their texts whole; step 14: ``votes`` and ``artifacts`` read a copy of
+# their call's reply from the call). Inserts, updates and deletes by key go to the stored rows
+# (whole: a column written clears its copy's flag); changes are reported under the view's name,
+# the one every reader and counter uses.
+STORED_AS = {call_texts.VIEW: call_texts.TABLE, **{view: table for view, (table, _) in COPIED_FROM_CALL.items()}}
 
 
 class Transaction:
@@ -70,14 +73,14 @@ class Transaction:
         Plain SQL, values converted as sqlite-utils would: its ``Table.insert`` re-read the
         schema (three queries) for every row, a third of the cost of recording a call."""
         row = encode(record)
-        if table in STORED_AS:  # a call: its texts stored once
+        if table == call_texts.VIEW:  # a call: its texts stored once
             pk = call_texts.insert_call(self._db.conn, row)
             self.touch(table, pk, run=_run_of(table, record, pk))
             return pk
-        columns = ", ".join(f"[{c}]" for c in row)
-        cursor = self._db.conn.execute(f"INSERT INTO [{table}] ({columns}) VALUES ({', '.join('?' * len(row))})",
+        columns, stored = ", ".join(f"[{c}]" for c in row), STORED_AS.get(table, table)  # rows stored whole
+        cursor = self._db.conn.execute(f"INSERT INTO [{stored}] ({columns}) VALUES ({', '.join('?' * len(row))})",
                                        [jsonify(v) for v in row.values()])
-        pks = _primary_key(self._db.conn, table)
+        pks = _primary_key(self._db.conn, stored)
         pk = record.get(pks[0]) if pks != ("rowid",) and record.get(pks[0]) is not None else cursor.lastrowid
         self.touch(table, pk, run=_run_of(table, record, pk))
         return pk
@@ -88,7 +91,11 @@ class Transaction:
         self.touch(table, record.get(t.pks[0]), run=_run_of(table, record, record.get(t.pks[0])))
 
     def update(self, table: str, pk: object, updates: dict) -> None:
-        self._db.table(STORED_AS.get(table, table)).update(pk, encode(updates))
+        stored = encode(updates)
+        for column, flag in COPIED_FROM_CALL.get(table, (None, {}))[1].items():
+            if column in stored:  # written whole: no longer read from the call
+                stored[flag] = 0
+        self._db.table(STORED_AS.get(table, table)).update(pk, stored)
         self.touch(table, pk, run=_run_of(table, updates, pk))
 
     def delete(self, table: str, pk: object) -> None:

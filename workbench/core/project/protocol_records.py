@@ -7,9 +7,9 @@ and any protocol (a plugin's too) may produce them. A kind this module has no ta
 
 | kind            | table            | fields                                                             |
 |-----------------|------------------|--------------------------------------------------------------------|
-| artifact        | artifacts        | key, author, cluster, content (scored against the run's truth)     |
+| artifact        | artifacts (1)    | key, author, cluster, content (scored against the run's truth)     |
 | answer          | answers          | key, text, agent, detail; a run's final answer (scored alike)      |
-| vote            | votes            | artifact (key), voter, value, status, reason, raw, ballot_mode,    |
+| vote            | votes (1)        | artifact (key), voter, value, status, reason, raw, ballot_mode,    |
 |                 |                  | presentation_index                                                 |
 | finding         | findings         | id, claim, context (before the first call: prepare)                |
 | finding_vote    | finding_votes    | finding, agent, vote_type, confidence, reason, status,             |
@@ -25,6 +25,9 @@ and any protocol (a plugin's too) may produce them. A kind this module has no ta
 | trace_final     | traces           | round_no, role, trace, source (after the gates, finish)            |
 | provenance      | runs             | any keys: merged into the run's provenance (finish)                |
 | (anything else) | protocol_records | key, agent, data                                                   |
+
+(1) Views since schema step 14: the rows are written to ``artifact_rows`` and ``vote_rows``, a
+copy of the call's reply kept once, in the call.
 
 A CONS question id is unique per run (``question@run``), so runs never collide.
 
@@ -42,6 +45,7 @@ from typing import Any
 
 from workbench.core.project import _sql
 from workbench.core.project._sql import Transaction
+from workbench.core.project.schema import REPLY_REASON
 from workbench.core.project.store import utc_now
 
 
@@ -77,6 +81,14 @@ READ_COLUMNS = ("id, run_id, round_id, call_id, protocol, kind, key, agent_id, s
                 "CASE WHEN json_valid(data_json) THEN data_json ELSE json_quote(data_json) END AS data_json")
 
 
+# Whether a value is its call's reply (1 or 0), and whether it is the reply's "reason" field: the
+# copies schema step 14 keeps once, in the call. A NULL value or no call is never a copy.
+_SAME_AS_REPLY = ("coalesce((SELECT c.reply_text IS {value} FROM llm_call_rows AS c "
+                  "WHERE c.id = {call} AND {value} IS NOT NULL), 0)")
+_SAME_AS_REASON = ("coalesce((SELECT " + REPLY_REASON.format(reply="c.reply_text") + " IS {value} "
+                   "FROM llm_call_rows AS c WHERE c.id = {call} AND {value} IS NOT NULL), 0)")
+
+
 def question_id(question: str, run_id: str) -> str:
     """A CONS question's id in the project: unique per run."""
     return f"{question}@{run_id}"
@@ -88,10 +100,15 @@ def write_records(tx: Transaction, where: Where, records: Iterable[Any]) -> None
 
 
 def _artifact(tx: Transaction, w: Where, f: dict, _kind: str) -> None:
+    # Schema step 14: a text that is its call's reply is kept once, in the call (content '' and
+    # content_from_call 1; the view ``artifacts`` reads it back).
     extracted, score = w.scored(f["content"]) if w.truth is not None else (None, None)
-    tx.execute("INSERT INTO artifacts (run_id, round_id, key, author_agent, author_cluster, content, call_id, "
-               "simulated, created_at, extracted, score) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-               "ON CONFLICT (run_id, key) DO UPDATE SET content = excluded.content, call_id = excluded.call_id, "
+    tx.execute("INSERT INTO artifact_rows (run_id, round_id, key, author_agent, author_cluster, content, "
+               "content_from_call, call_id, simulated, created_at, extracted, score) "
+               "SELECT ?1, ?2, ?3, ?4, ?5, CASE WHEN same THEN '' ELSE ?6 END, same, ?7, ?8, ?9, ?10, ?11 "
+               f"FROM (SELECT {_SAME_AS_REPLY.format(value='?6', call='?7')} AS same) WHERE true "
+               "ON CONFLICT (run_id, key) DO UPDATE SET content = excluded.content, "
+               "content_from_call = excluded.content_from_call, call_id = excluded.call_id, "
                "extracted = excluded.extracted, score = excluded.score",
                (w.run_id, w.round_id, f["key"], f["author"], f.get("cluster"), f["content"], w.call_id,
                 w.simulated, w.now, extracted, score), tables=("artifacts",))
@@ -112,11 +129,19 @@ def _answer(tx: Transaction, w: Where, f: dict, _kind: str) -> None:
 
 
 def _vote(tx: Transaction, w: Where, f: dict, _kind: str) -> None:
-    tx.execute("INSERT INTO votes (run_id, round_id, artifact_id, voter_agent, value, status, reason, raw, "
-               "call_id, ballot_mode, presentation_index, simulated, created_at) "
-               "SELECT ?, ?, id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM artifacts WHERE run_id = ? AND key = ? "
+    # Schema step 14: the raw reply, and a reason that is the reply's "reason" field, are kept once,
+    # in the call (NULL and a flag; the view ``votes`` reads them back).
+    tx.execute("INSERT INTO vote_rows (run_id, round_id, artifact_id, voter_agent, value, status, reason, "
+               "reason_from_call, raw, raw_from_call, call_id, ballot_mode, presentation_index, simulated, "
+               "created_at) "
+               "SELECT ?1, ?2, a.id, ?3, ?4, ?5, CASE WHEN same_reason THEN NULL ELSE ?6 END, same_reason, "
+               "CASE WHEN same_raw THEN NULL ELSE ?7 END, same_raw, ?8, ?9, ?10, ?11, ?12 "
+               f"FROM artifact_rows AS a, (SELECT {_SAME_AS_REPLY.format(value='?7', call='?8')} AS same_raw, "
+               f"{_SAME_AS_REASON.format(value='?6', call='?8')} AS same_reason) "
+               "WHERE a.run_id = ?13 AND a.key = ?14 "
                "ON CONFLICT (artifact_id, voter_agent) DO UPDATE SET value = excluded.value, "
-               "status = excluded.status, reason = excluded.reason, raw = excluded.raw, call_id = excluded.call_id",
+               "status = excluded.status, reason = excluded.reason, reason_from_call = excluded.reason_from_call, "
+               "raw = excluded.raw, raw_from_call = excluded.raw_from_call, call_id = excluded.call_id",
                (w.run_id, w.round_id, f["voter"], f["value"], f["status"], f["reason"], f.get("raw"), w.call_id,
                 int(bool(f.get("ballot_mode"))), f.get("presentation_index"), w.simulated, w.now,
                 w.run_id, f["artifact"]), tables=("votes",))

@@ -706,9 +706,100 @@ _V13 = """
 ALTER TABLE traces ADD COLUMN source_rebuilt INTEGER NOT NULL DEFAULT 0 CHECK (source_rebuilt IN (0, 1));
 """
 
+# Step 14: a vote's reply and an artifact's text kept once, in their call (SPEC §10, issue 30). A
+# vote's ``raw`` is its call's reply, its ``reason`` often the reply's "reason" field, and an
+# artifact's ``content`` its generation call's reply: each was stored twice. The tables move to
+# ``vote_rows`` and ``artifact_rows`` (the rename carries their indexes, watch triggers and the
+# REFERENCES of other tables), which keep such a copy only where it differs from the call's: where
+# it is the same, a flag (``raw_from_call``, ``reason_from_call``, ``content_from_call``) says so
+# and the column holds NULL ('' for the NOT NULL content). ``votes`` and ``artifacts`` become views
+# with the old columns in the old order, the copies read from the call in plain SQL, so every
+# reader keeps its SQL. Nothing is lost when a call goes: triggers on ``llm_call_rows`` write the
+# copies back before a call's reply changes or the call is deleted. INSTEAD OF triggers keep plain
+# SQL writes to the views working (stored whole); the workbench writes the rows through
+# protocol_records. The step's own UPDATEs convert an existing project.
+_VOTE_COLUMNS = ("id", "run_id", "round_id", "artifact_id", "voter_agent", "value", "status", "reason", "raw",
+                 "call_id", "ballot_mode", "presentation_index", "simulated", "created_at")
+_ARTIFACT_COLUMNS = ("id", "run_id", "round_id", "key", "author_agent", "author_cluster", "content", "call_id",
+                     "simulated", "created_at", "extracted", "score")
+_REPLY = "(SELECT c.reply_text FROM llm_call_rows AS c WHERE c.id = {row}.call_id)"
+# A reply's "reason" when it is a JSON object whose "reason" is a string (CASE, unlike AND, is
+# guaranteed to stop before json_type meets malformed JSON, which it would refuse with an error).
+REPLY_REASON = ("CASE WHEN json_valid({reply}) THEN CASE WHEN json_type({reply}, '$.reason') = 'text' "
+                "THEN json_extract({reply}, '$.reason') END END")
+# column -> (flag, what the call gives, what the row stores in its place)
+_COPIES = {
+    "votes": {"raw": ("raw_from_call", _REPLY.format(row="v"), "NULL"),
+              "reason": ("reason_from_call", REPLY_REASON.format(reply=_REPLY.format(row="v")), "NULL")},
+    "artifacts": {"content": ("content_from_call", _REPLY.format(row="a"), "''")},
+}
+_COPY_DEFAULTS = {"votes": {"ballot_mode": "0", "simulated": "0"}, "artifacts": {"simulated": "0"}}
+# view -> (the table that stores it, {column: its flag}), for the project layer's writes by key
+COPIED_FROM_CALL = {"votes": ("vote_rows", {c: f for c, (f, _, _) in _COPIES["votes"].items()}),
+                    "artifacts": ("artifact_rows", {c: f for c, (f, _, _) in _COPIES["artifacts"].items()})}
+
+
+def _copies_view(view: str, table: str, alias: str, columns: tuple[str, ...]) -> str:
+    copies, defaults = _COPIES[view], _COPY_DEFAULTS[view]
+    shown = [f"CASE WHEN {alias}.{copies[c][0]} THEN {copies[c][1]} ELSE {alias}.{c} END AS {c}" if c in copies
+             else f"{alias}.{c}" for c in columns]
+    stored = [f"coalesce(NEW.{c}, {defaults[c]})" if c in defaults else f"NEW.{c}" for c in columns]
+
+    def kept(c: str) -> str:  # a copy unchanged (its value and its call) stays as stored
+        return f"NEW.{c} IS OLD.{c} AND NEW.call_id IS OLD.call_id"
+
+    sets = []
+    for c in columns:
+        if c in copies:
+            flag = copies[c][0]
+            sets += [f"{c} = CASE WHEN {kept(c)} THEN {c} ELSE NEW.{c} END",
+                     f"{flag} = CASE WHEN {kept(c)} THEN {flag} ELSE 0 END"]
+        elif c != "id":
+            sets.append(f"{c} = NEW.{c}")
+    return f"""
+CREATE VIEW {view} AS SELECT {", ".join(shown)} FROM {table} AS {alias};
+CREATE TRIGGER {view}_insert INSTEAD OF INSERT ON {view} BEGIN
+    INSERT INTO {table} ({", ".join(columns)}) VALUES ({", ".join(stored)});
+END;
+CREATE TRIGGER {view}_update INSTEAD OF UPDATE ON {view} BEGIN
+    UPDATE {table} SET {", ".join(sets)} WHERE id = OLD.id;
+END;
+CREATE TRIGGER {view}_delete INSTEAD OF DELETE ON {view} BEGIN
+    DELETE FROM {table} WHERE id = OLD.id;
+END;
+"""
+
+
+# Before a call's reply changes or the call goes, the copies that read it are stored back whole.
+_WRITE_BACK = f"""
+    UPDATE vote_rows SET raw = OLD.reply_text, raw_from_call = 0 WHERE call_id = OLD.id AND raw_from_call = 1;
+    UPDATE vote_rows SET reason = {REPLY_REASON.format(reply="OLD.reply_text")}, reason_from_call = 0
+        WHERE call_id = OLD.id AND reason_from_call = 1;
+    UPDATE artifact_rows SET content = OLD.reply_text, content_from_call = 0
+        WHERE call_id = OLD.id AND content_from_call = 1;
+"""
+_V14 = f"""
+ALTER TABLE votes RENAME TO vote_rows;
+ALTER TABLE artifacts RENAME TO artifact_rows;
+ALTER TABLE vote_rows ADD COLUMN raw_from_call INTEGER NOT NULL DEFAULT 0 CHECK (raw_from_call IN (0, 1));
+ALTER TABLE vote_rows ADD COLUMN reason_from_call INTEGER NOT NULL DEFAULT 0 CHECK (reason_from_call IN (0, 1));
+ALTER TABLE artifact_rows ADD COLUMN content_from_call INTEGER NOT NULL DEFAULT 0
+    CHECK (content_from_call IN (0, 1));
+{_copies_view("votes", "vote_rows", "v", _VOTE_COLUMNS)}
+{_copies_view("artifacts", "artifact_rows", "a", _ARTIFACT_COLUMNS)}
+CREATE TRIGGER call_reply_copies_on_update BEFORE UPDATE OF reply_text ON llm_call_rows
+    WHEN NEW.reply_text IS NOT OLD.reply_text BEGIN {_WRITE_BACK} END;
+CREATE TRIGGER call_reply_copies_on_delete BEFORE DELETE ON llm_call_rows BEGIN {_WRITE_BACK} END;
+UPDATE vote_rows SET raw = NULL, raw_from_call = 1
+    WHERE raw IS NOT NULL AND raw IS {_REPLY.format(row="vote_rows")};
+UPDATE vote_rows SET reason = NULL, reason_from_call = 1
+    WHERE reason IS NOT NULL AND reason IS {REPLY_REASON.format(reply=_REPLY.format(row="vote_rows"))};
+UPDATE artifact_rows SET content = '', content_from_call = 1 WHERE content IS {_REPLY.format(row="artifact_rows")};
+"""
+
 # MIGRATIONS[n] takes a file from schema version n - 1 to n.
 MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8, 9: _V9, 10: _V10,
-                              11: _V11, 12: _V12, 13: _V13}
+                              11: _V11, 12: _V12, 13: _V13, 14: _V14}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

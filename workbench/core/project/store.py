@@ -167,7 +167,7 @@ class Store:
                         "migration", path,
                         f"{path.name} could not be upgraded from schema v{version} ({exc}). It was "
                         f"left as it was, and a backup copy is at {backup.name}.") from None
-                _vacuum_after_texts_once(conn, version)
+                _vacuum_after_space_freed(conn, version)
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != journal_mode_for():
                 conn.execute(f"PRAGMA journal_mode = {journal_mode_for()}")
         except sqlite3.OperationalError as exc:
@@ -260,12 +260,17 @@ class Store:
 
 
 # ----- helpers --------------------------------------------------------------------------------
-def _vacuum_after_texts_once(conn: sqlite3.Connection, from_version: int) -> None:
-    """Schema step 12 stores each text once and frees about two thirds of the calls' pages; the
-    file only shrinks when they are given back, so a file migrated across it is vacuumed once (a
-    copy of the file's size, as the backup just was). A failure (the disk full) keeps the free
-    pages for new rows: nothing is lost."""
-    if from_version < 12 <= SCHEMA_VERSION:
+# The steps that free pages (issue 30): 12 each text once, 13 a trace's source once, 14 a vote's
+# reply and an artifact's text kept once in their call.
+SPACE_STEPS = (12, 13, 14)
+
+
+def _vacuum_after_space_freed(conn: sqlite3.Connection, from_version: int) -> None:
+    """Schema steps 12 to 14 store each text once (step 12 alone frees about two thirds of the
+    calls' pages); the file only shrinks when the pages are given back, so a file migrated across
+    any of them is vacuumed once (a copy of the file's size, as the backup just was). A failure
+    (the disk full) keeps the free pages for new rows: nothing is lost."""
+    if any(from_version < step <= SCHEMA_VERSION for step in SPACE_STEPS):
         with contextlib.suppress(sqlite3.Error):
             conn.execute("VACUUM")
 
@@ -278,9 +283,25 @@ def _storage(conn: sqlite3.Connection, path: Path) -> dict:
     found = {"file_bytes": path.stat().st_size}
     try:
         found.update(space(conn))
+        found.update(_copies_space(conn))
     except sqlite3.Error:
         pass
     return found
+
+
+def _copies_space(conn: sqlite3.Connection) -> dict:
+    """Schema step 14: how many votes' and artifacts' copies of their call's reply are read from
+    the call rather than stored, and their bytes (UTF-8)."""
+    votes = conn.execute(
+        "SELECT coalesce(sum(r.raw_from_call), 0) + coalesce(sum(r.reason_from_call), 0), "
+        "coalesce(sum(CASE WHEN r.raw_from_call THEN length(CAST(v.raw AS BLOB)) END), 0) + "
+        "coalesce(sum(CASE WHEN r.reason_from_call THEN length(CAST(v.reason AS BLOB)) END), 0) "
+        "FROM vote_rows AS r JOIN votes AS v ON v.id = r.id").fetchone()
+    artifacts = conn.execute(
+        "SELECT coalesce(sum(r.content_from_call), 0), "
+        "coalesce(sum(CASE WHEN r.content_from_call THEN length(CAST(a.content AS BLOB)) END), 0) "
+        "FROM artifact_rows AS r JOIN artifacts AS a ON a.id = r.id").fetchone()
+    return {"copies_read_from_calls": votes[0] + artifacts[0], "copies_bytes_saved": votes[1] + artifacts[1]}
 
 
 def _connect(path: Path, *, read_only: bool = False, create: bool = False) -> sqlite3.Connection:
