@@ -4,6 +4,8 @@ test_store checks that these cover every table and every column of the schema, s
 or column cannot land without a round-trip test.
 """
 
+from workbench.core.project import schema
+
 T0 = "2026-11-22T10:00:00.000Z"
 T1 = "2026-11-22T10:05:00.000Z"
 
@@ -127,6 +129,21 @@ SAMPLE_ROWS: dict[str, dict] = {
 }
 
 # What schema step 13 added, dropped again (see STEP_9_TABLES).
+# What schema step 15 did, undone (see STEP_9_TABLES): every call's request and raw response
+# stored whole (inline: a valid step 14 file), its template's hash in its own column again, the
+# view and its triggers as step 12 made them.
+_V12_VIEW = schema._V12[schema._V12.index("CREATE VIEW llm_calls"):]
+STEP_15_UNDONE = (
+    "CREATE TEMP TABLE whole_calls AS SELECT id, request_json, response_raw, template_sha256 FROM llm_calls; "
+    "DROP VIEW llm_calls; ALTER TABLE llm_call_rows ADD COLUMN template_sha256 TEXT; "
+    "UPDATE llm_call_rows SET "
+    "request_parts = (SELECT json_array(w.request_json) FROM whole_calls w WHERE w.id = llm_call_rows.id), "
+    "response_raw_parts = (SELECT CASE WHEN w.response_raw IS NOT NULL THEN json_array(w.response_raw) END "
+    "FROM whole_calls w WHERE w.id = llm_call_rows.id), "
+    "template_sha256 = (SELECT w.template_sha256 FROM whole_calls w WHERE w.id = llm_call_rows.id); "
+    "ALTER TABLE llm_call_rows DROP COLUMN fence; ALTER TABLE llm_call_rows DROP COLUMN template_hash; "
+    "DROP TABLE template_hashes; DROP TABLE whole_calls; " + _V12_VIEW + " ")
+
 # What schema step 14 did, undone (see STEP_9_TABLES): every copy a vote or an artifact read from
 # its call stored whole again, the views and their triggers dropped, the tables renamed back.
 STEP_14_UNDONE = (

@@ -20,6 +20,7 @@ from tests.core.store_samples import (
     STEP_12_UNDONE,
     STEP_13_UNDONE,
     STEP_14_UNDONE,
+    STEP_15_UNDONE,
 )
 from workbench.core.project import _sql, runs
 from workbench.core.project.files import ProjectError
@@ -120,7 +121,7 @@ def test_a_project_of_schema_2_gets_its_findings_scored_when_migrated(tmp_path):
     conn.executescript(
         "BEGIN; " +
         "".join(f"DROP TRIGGER {name}; " for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")) +
-        STEP_14_UNDONE + STEP_13_UNDONE +
+        STEP_15_UNDONE + STEP_14_UNDONE + STEP_13_UNDONE +
         STEP_12_UNDONE +  # then: the calls' table back under its name
         STEP_11_TABLES +  # then: its study_results refer to classification_variants
         "DROP TABLE change_counters; DROP TABLE audit_notes; DROP TABLE classification_variants; " +

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.store_samples import STEP_14_UNDONE
+from tests.core.store_samples import STEP_14_UNDONE, STEP_15_UNDONE
 from tests.support.project_files import user_version as version
 from workbench.cli import main as cli_main
 from workbench.core.project import _sql, call_texts, search
@@ -31,9 +31,21 @@ STEP_11 = 11
 FORMATS = ("jsonl", "csv", "md", "html")
 
 
+def as_step_14(path: Path) -> None:
+    """A file of schema 15 made a file of step 14 again: every call's request and raw response
+    inline and whole (step 14's conversion is tested from step 11, where they are whole too), its
+    template's hash in its own column."""
+    if version(path) < 15:
+        return
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(f"BEGIN; {STEP_15_UNDONE} PRAGMA user_version = 14; COMMIT;")
+    conn.close()
+
+
 def as_step_13(path: Path) -> None:
     """A file of schema 14 made a file of step 13 again: every vote's and artifact's copy of its
     call's reply stored whole."""
+    as_step_14(path)
     if version(path) < 14:
         return
     conn = sqlite3.connect(path, isolation_level=None)
@@ -168,9 +180,9 @@ def test_a_migrated_sample_reads_back_byte_for_byte_and_exports_and_searches_the
         before_exports = exports(path, tmp_path)
     assert version(path) == STEP_11
 
-    store = Store.open(path)  # schema steps 12 to 14: texts once, trace sources once, replies once
+    store = Store.open(path)  # schema steps 12 to 15: texts once, trace sources, replies, fences once
     try:
-        assert version(path) == store_module.SCHEMA_VERSION == 14 and store.report.migrated_from == STEP_11
+        assert version(path) == store_module.SCHEMA_VERSION == 15 and store.report.migrated_from == STEP_11
         assert calls(path) == before_rows  # every column of every call, request and raw reply whole
         assert calls(path, "votes") == before_votes and calls(path, "artifacts") == before_artifacts
         assert traces(path) == before_traces  # every trace as read or written, stored or rebuilt
@@ -241,6 +253,10 @@ def test_plain_sql_writes_to_the_view_still_work(tmp_path):
     conn.execute("UPDATE llm_calls SET status = 'invalid', response_raw = 'body' WHERE id = 7")
     assert conn.execute("SELECT request_json, response_raw, status FROM llm_calls").fetchall() == \
         [('{"a": 1}', "body", "invalid")]
+    conn.execute("UPDATE llm_calls SET template_sha256 = ? WHERE id = 7", ("ab" * 32,))  # by id since step 15
+    assert conn.execute("SELECT template_sha256 FROM llm_calls").fetchone()[0] == "ab" * 32
+    assert conn.execute("SELECT h.sha256 FROM llm_call_rows c JOIN template_hashes h ON h.id = c.template_hash"
+                        ).fetchone()[0] == "ab" * 32
     conn.execute("DELETE FROM llm_calls WHERE id = 7")
     assert conn.execute("SELECT count(*) FROM llm_call_rows").fetchone()[0] == 0
     store.close_connection()
@@ -282,6 +298,19 @@ def test_a_new_run_stores_each_answer_under_vote_once(tmp_path):
         whole = conn.execute("SELECT count(*) FROM llm_call_rows c JOIN llm_calls v ON v.id = c.id "
                              "WHERE c.request_parts = json_array(v.request_json)").fetchone()[0]
         assert whole == 0
+        # step 15: a vote's fence token once (its request names it three times), the part 0 in its
+        # place; each template's hash once, by id
+        for parts, fence, request in conn.execute(
+                "SELECT c.request_parts, c.fence, v.request_json FROM llm_call_rows c JOIN llm_calls v "
+                "ON v.id = c.id WHERE c.purpose = 'vote' AND c.run_id = ?", (run_id,)):
+            assert request.count(fence) == 3 and fence not in parts
+            assert json.loads(parts).count(0) == 3
+        hashes = conn.execute("SELECT count(*) FROM template_hashes").fetchone()[0]
+        used = conn.execute("SELECT count(DISTINCT template_sha256) FROM llm_calls").fetchone()[0]
+        assert hashes == used == 2  # generate and vote
+        shown = {sha for (sha,) in conn.execute("SELECT DISTINCT template_sha256 FROM llm_calls")}
+        provenance = json.loads(conn.execute("SELECT provenance_json FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
+        assert shown == {provenance["prompts"][k]["sha256"] for k in ("generate", "vote")}
     finally:
         store.close_connection()
 

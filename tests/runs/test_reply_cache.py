@@ -14,6 +14,7 @@ from tests.core.store_samples import (
     STEP_12_UNDONE,
     STEP_13_UNDONE,
     STEP_14_UNDONE,
+    STEP_15_UNDONE,
 )
 from tests.runs.test_run_outcomes import last_json, rows, rwb, sample, write
 from tests.support.fake_llm_server import FakeLLMServer, Reply
@@ -116,7 +117,7 @@ def test_a_schema_5_project_opens_and_gains_the_reply_cache(tmp_path):
                        "DROP TABLE reply_cache; DELETE FROM change_counters WHERE tbl = 'reply_cache'; "
                        "DROP INDEX llm_calls_agent; DROP INDEX llm_calls_status; DROP INDEX votes_agent; "
                        "DROP INDEX traces_agent; DROP INDEX votes_call; DROP INDEX artifacts_call; "  # steps 7 and 8
-                       f"{STEP_14_UNDONE}{STEP_13_UNDONE}{STEP_12_UNDONE}{STEP_11_UNDONE}{STEP_10_UNDONE}{STEP_9_UNDONE}"
+                       f"{STEP_15_UNDONE}{STEP_14_UNDONE}{STEP_13_UNDONE}{STEP_12_UNDONE}{STEP_11_UNDONE}{STEP_10_UNDONE}{STEP_9_UNDONE}"
                        "PRAGMA user_version = 5; COMMIT;")
     conn.close()
     store = Store.open(path)

@@ -213,10 +213,11 @@ def tuples(store: Store, sql: str, params: tuple | dict = ()) -> list[tuple]:
 
 def tables(store: Store) -> list[str]:
     """The project's tables, without the bookkeeping ones; a table read through a view
-    (``STORED_AS``) by the view's name, and ``texts`` (part of how calls are stored) left out."""
+    (``STORED_AS``) by the view's name, and ``texts`` and ``template_hashes`` (part of how calls
+    are stored) left out."""
     stored = {v: k for k, v in STORED_AS.items()}
     return [stored.get(t, t) for t in store._database().table_names()
-            if t not in BOOKKEEPING_TABLES and t != "texts"]
+            if t not in BOOKKEEPING_TABLES and t not in call_texts.PART_TABLES]
 
 
 def columns(store: Store, table: str) -> dict[str, str]:

@@ -13,6 +13,13 @@ closing one. So the text is cut at the tokens (kept inline), and every piece of 
 ``MIN_TEXT`` characters becomes a text; shorter pieces stay inline (a text row and its hash cost
 more than a short string).
 
+The fence once (schema step 15): a vote's request names its fence token three times (the fence
+opens, closes, and the request's metadata names it), 38 characters each. A call whose request
+names one token at least twice keeps it once, in ``llm_call_rows.fence``, and each inline
+occurrence becomes the part ``0`` (``texts`` ids start at 1). Its template's hash is kept once
+too, in ``template_hashes``, the call holding its id (``template_hash``). The view gives both back
+under the old names.
+
 Writers go through :func:`insert_call` (``_sql.Transaction.insert`` sends ``llm_calls`` here);
 the view's INSTEAD OF triggers keep plain SQL writes working too (stored whole, inline).
 """
@@ -23,9 +30,11 @@ import hashlib
 import json
 import re
 import sqlite3
+from collections import Counter
 
 VIEW = "llm_calls"
 TABLE = "llm_call_rows"
+PART_TABLES = ("texts", "template_hashes")  # what the view's columns are assembled from
 # view column -> the stored column that holds its parts
 PARTED = {"request_json": "request_parts", "response_raw": "response_raw_parts"}
 MIN_TEXT = 40
@@ -68,15 +77,57 @@ def text_id(conn: sqlite3.Connection, body: str) -> int:
     return conn.execute("INSERT INTO texts (sha256, body) VALUES (?, ?)", (sha, body)).lastrowid
 
 
+def parts_of(conn: sqlite3.Connection, text: str, min_text: int = MIN_TEXT) -> list:
+    """The parts that store ``text``: texts' ids and inline strings."""
+    # A NUL character (possible in a raw body) would end an inline string early: json_each reads
+    # strings as C strings. A text's body keeps its length, so such a piece is always a text.
+    return [text_id(conn, piece) if is_text or "\x00" in piece else piece
+            for is_text, piece in pieces(text, min_text)]
+
+
 def to_parts(conn: sqlite3.Connection, text: str | None, min_text: int = MIN_TEXT) -> str | None:
     """The parts JSON that stores ``text`` (None stays None)."""
     if text is None:
         return None
-    # A NUL character (possible in a raw body) would end an inline string early: json_each reads
-    # strings as C strings. A text's body keeps its length, so such a piece is always a text.
-    parts = [text_id(conn, piece) if is_text or "\x00" in piece else piece
-             for is_text, piece in pieces(text, min_text)]
+    return _dumps(parts_of(conn, text, min_text))
+
+
+def _dumps(parts: list) -> str:
     return json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+
+
+def fence_of(parts: list) -> str | None:
+    """The token the parts' inline strings name most, when at least twice: the call's fence."""
+    counts = Counter(token for p in parts if isinstance(p, str) for token in _TOKEN.findall(p))
+    if not counts:
+        return None
+    token, n = counts.most_common(1)[0]
+    return token if n >= 2 else None
+
+
+def with_fence(parts: list, fence: str | None) -> list:
+    """``parts`` with each inline occurrence of ``fence`` as the part 0 (schema step 15)."""
+    if not fence:
+        return parts
+    out: list = []
+    for p in parts:
+        if not isinstance(p, str) or fence not in p:
+            out.append(p)
+            continue
+        for j, chunk in enumerate(p.split(fence)):
+            if j:
+                out.append(0)
+            if chunk:
+                out.append(chunk)
+    return out
+
+
+def template_hash_id(conn: sqlite3.Connection, sha256: str) -> int:
+    """The id of a template's hash in ``template_hashes``, added if new."""
+    found = conn.execute("SELECT id FROM template_hashes WHERE sha256 = ?", (sha256,)).fetchone()
+    if found:
+        return found[0]
+    return conn.execute("INSERT INTO template_hashes (sha256) VALUES (?)", (sha256,)).lastrowid
 
 
 def insert_call(conn: sqlite3.Connection, row: dict) -> int:
@@ -84,10 +135,18 @@ def insert_call(conn: sqlite3.Connection, row: dict) -> int:
     ``_sql.Transaction.insert`` encodes any row (which sends calls here), so the view reads back
     the very string a plain insert would have stored. Returns the call's id."""
     row = dict(row)
+    parted = {}
     for column, stored in PARTED.items():
         if column in row:
             value = _jsonify(row.pop(column))
-            row[stored] = to_parts(conn, value, MIN_RAW_TEXT if column == "response_raw" else MIN_TEXT)
+            parted[stored] = None if value is None else parts_of(
+                conn, value, MIN_RAW_TEXT if column == "response_raw" else MIN_TEXT)
+    fence = fence_of(parted.get(PARTED["request_json"]) or [])
+    for stored, parts in parted.items():
+        row[stored] = None if parts is None else _dumps(with_fence(parts, fence))
+    row["fence"] = fence
+    sha = row.pop("template_sha256", None)
+    row["template_hash"] = None if sha is None else template_hash_id(conn, sha)
     names = ", ".join(f"[{c}]" for c in row)
     cursor = conn.execute(f"INSERT INTO [{TABLE}] ({names}) VALUES ({', '.join('?' * len(row))})",
                           [_jsonify(v) for v in row.values()])
@@ -108,13 +167,37 @@ def convert_all(conn: sqlite3.Connection, batch: int = 2000) -> None:
         last = rows[-1][0]
 
 
+def fences_once(conn: sqlite3.Connection, batch: int = 2000) -> None:
+    """Schema step 15's data part: each existing call's fence kept once (inside the step's
+    transaction: a crash leaves the file at step 14). Only inline strings change; texts stay."""
+    last = 0
+    while True:
+        rows = conn.execute(f"SELECT id, request_parts, response_raw_parts FROM {TABLE} WHERE id > ? "
+                            "ORDER BY id LIMIT ?", (last, batch)).fetchall()
+        if not rows:
+            return
+        changed = []
+        for call_id, request, raw in rows:
+            request = json.loads(request)
+            fence = fence_of(request)
+            if fence:
+                raw = None if raw is None else _dumps(with_fence(json.loads(raw), fence))
+                changed.append((_dumps(with_fence(request, fence)), raw, fence, call_id))
+        conn.executemany(f"UPDATE {TABLE} SET request_parts = ?, response_raw_parts = ?, fence = ? WHERE id = ?",
+                         changed)
+        last = rows[-1][0]
+
+
 def space(conn: sqlite3.Connection) -> dict:
     """What storing each text once saves: the bytes (UTF-8) of every request and raw response
-    whole, against what holds them now (the parts, plus the texts with their hashes)."""
+    whole, against what holds them now (the parts and fences, plus the texts with their hashes)."""
     whole = conn.execute("SELECT coalesce(sum(length(CAST(request_json AS BLOB))), 0) + "
                          "coalesce(sum(length(CAST(response_raw AS BLOB))), 0), count(*) FROM llm_calls").fetchone()
+    fence = ("coalesce(sum(length(CAST(fence AS BLOB))), 0)"  # schema step 15 (a file open read-only may be older)
+             if any(r[1] == "fence" for r in conn.execute(f"PRAGMA table_info({TABLE})")) else "0")
     parts = conn.execute(f"SELECT coalesce(sum(length(CAST(request_parts AS BLOB))), 0) + "
-                         f"coalesce(sum(length(CAST(response_raw_parts AS BLOB))), 0) FROM {TABLE}").fetchone()[0]
+                         f"coalesce(sum(length(CAST(response_raw_parts AS BLOB))), 0) + {fence} "
+                         f"FROM {TABLE}").fetchone()[0]
     texts = conn.execute("SELECT count(*), coalesce(sum(length(CAST(body AS BLOB)) + length(sha256)), 0) "
                          "FROM texts").fetchone()
     stored = parts + texts[1]

@@ -42,7 +42,8 @@ SKIP_TABLES = frozenset({"change_counters"})
 SKIP_COLUMNS = frozenset({("runs", "owner_json"), ("project", "created_by_version"), ("texts", "sha256")})
 # Since schema step 12 a call's texts are stored split (``llm_call_rows`` + ``texts``, by hash) and
 # read whole through the ``llm_calls`` view: the view is compared, the split is how it is stored
-# (a request written whole through the view and one split at its fences are the same call).
+# (a request written whole through the view and one split at its fences are the same call; since
+# step 15 the view also gives back the fence and template hash the rows keep once).
 STORED_CALLS = "llm_call_rows"
 # Keys of JSON values that are wall-clock measurements.
 SKIP_KEYS = frozenset({"duration_s", "latency_ms"})
@@ -81,7 +82,7 @@ def _tables(conn: sqlite3.Connection) -> list[str]:
     names = [name for name, _ in rows if name not in SKIP_TABLES and name not in virtual
              and not any(name.startswith(v + "_") for v in virtual)]
     if STORED_CALLS in names:  # schema step 12: the calls as read (whole texts), not as split for storage
-        names = sorted({*names, "llm_calls"} - {STORED_CALLS, "texts"})
+        names = sorted({*names, "llm_calls"} - {STORED_CALLS, "texts", "template_hashes"})
     return names
 
 

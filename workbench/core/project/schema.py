@@ -797,9 +797,76 @@ UPDATE vote_rows SET reason = NULL, reason_from_call = 1
 UPDATE artifact_rows SET content = '', content_from_call = 1 WHERE content IS {_REPLY.format(row="artifact_rows")};
 """
 
+# Step 15: a call's fence token once, its template's hash by id (SPEC §10, issue 30;
+# core/project/call_texts.py). A vote's request names its fence token three times, 38 characters
+# each: ``llm_call_rows.fence`` keeps it once and each inline occurrence becomes the part 0 (texts'
+# ids start at 1). ``template_sha256`` (64 characters on every call) moves to ``template_hashes``,
+# the call holding its id (``template_hash``). The view is re-created with the same columns in the
+# same order, and its INSTEAD OF triggers with it; AFTER_STEP[15] keeps existing calls' fences once.
+def _whole_15(parts: str) -> str:
+    return ("(SELECT group_concat(CASE WHEN p.type = 'integer' THEN CASE WHEN p.value = 0 THEN c.fence "
+            f"ELSE t.body END ELSE p.value END, '') FROM json_each(c.{parts}) AS p "
+            "LEFT JOIN texts AS t ON p.type = 'integer' AND t.id = p.value)")
+
+
+_TEMPLATE_SHA = "(SELECT h.sha256 FROM template_hashes AS h WHERE h.id = c.template_hash)"
+_TEMPLATE_ID = "(SELECT h.id FROM template_hashes AS h WHERE h.sha256 = NEW.template_sha256)"
+_ROW_COLUMNS_15 = tuple("template_hash" if c == "template_sha256" else _PARTED.get(c, c) for c in _CALL_COLUMNS)
+
+
+def _shown_15(column: str) -> str:
+    if column in _PARTED:
+        return f"{_whole_15(_PARTED[column])} AS {column}"
+    return f"{_TEMPLATE_SHA} AS {column}" if column == "template_sha256" else f"c.{column}"
+
+
+def _stored_15(column: str) -> str:
+    return _TEMPLATE_ID if column == "template_sha256" else _stored(column)
+
+
+def _set_15(column: str) -> str:
+    if column in _PARTED:
+        return (f"{_PARTED[column]} = CASE WHEN NEW.{column} IS OLD.{column} THEN {_PARTED[column]} "
+                f"ELSE {_stored(column)} END")
+    if column == "template_sha256":
+        return (f"template_hash = CASE WHEN NEW.{column} IS OLD.{column} THEN template_hash "
+                f"ELSE {_TEMPLATE_ID} END")
+    return f"{column} = NEW.{column}"
+
+
+_NEW_TEMPLATE = ("INSERT OR IGNORE INTO template_hashes (sha256) SELECT NEW.template_sha256 "
+                 "WHERE NEW.template_sha256 IS NOT NULL;")
+_V15 = f"""
+DROP VIEW llm_calls;
+CREATE TABLE template_hashes (
+    id INTEGER PRIMARY KEY,
+    sha256 TEXT UNIQUE NOT NULL
+);
+INSERT OR IGNORE INTO template_hashes (sha256)
+    SELECT template_sha256 FROM llm_call_rows WHERE template_sha256 IS NOT NULL ORDER BY id;
+ALTER TABLE llm_call_rows ADD COLUMN fence TEXT;
+ALTER TABLE llm_call_rows ADD COLUMN template_hash INTEGER;
+UPDATE llm_call_rows SET template_hash = (SELECT h.id FROM template_hashes AS h WHERE h.sha256 = template_sha256)
+    WHERE template_sha256 IS NOT NULL;
+ALTER TABLE llm_call_rows DROP COLUMN template_sha256;
+CREATE VIEW llm_calls AS SELECT {", ".join(_shown_15(c) for c in _CALL_COLUMNS)} FROM llm_call_rows AS c;
+CREATE TRIGGER llm_calls_insert INSTEAD OF INSERT ON llm_calls BEGIN
+    {_NEW_TEMPLATE}
+    INSERT INTO llm_call_rows ({", ".join(_ROW_COLUMNS_15)})
+    VALUES ({", ".join(_stored_15(c) for c in _CALL_COLUMNS)});
+END;
+CREATE TRIGGER llm_calls_update INSTEAD OF UPDATE ON llm_calls BEGIN
+    {_NEW_TEMPLATE}
+    UPDATE llm_call_rows SET {", ".join(_set_15(c) for c in _CALL_COLUMNS if c != "id")} WHERE id = OLD.id;
+END;
+CREATE TRIGGER llm_calls_delete INSTEAD OF DELETE ON llm_calls BEGIN
+    DELETE FROM llm_call_rows WHERE id = OLD.id;
+END;
+"""
+
 # MIGRATIONS[n] takes a file from schema version n - 1 to n.
 MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8, 9: _V9, 10: _V10,
-                              11: _V11, 12: _V12, 13: _V13, 14: _V14}
+                              11: _V11, 12: _V12, 13: _V13, 14: _V14, 15: _V15}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
@@ -862,12 +929,18 @@ def _store_texts_once(conn) -> None:
     convert_all(conn)
 
 
-# Python that completes a step inside the step's own transaction (data the SQL cannot compute).
 def _store_trace_sources_once(conn) -> None:
     from workbench.core.project.trace_columns import store_sources_once
 
     store_sources_once(conn)
 
 
+def _store_fences_once(conn) -> None:
+    from workbench.core.project.call_texts import fences_once
+
+    fences_once(conn)
+
+
+# Python that completes a step inside the step's own transaction (data the SQL cannot compute).
 AFTER_STEP = {3: _fill_finding_scores, 5: _widen_run_statuses, 9: _open_protocol_names, 12: _store_texts_once,
-              13: _store_trace_sources_once}
+              13: _store_trace_sources_once, 15: _store_fences_once}

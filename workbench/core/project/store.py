@@ -261,12 +261,12 @@ class Store:
 
 # ----- helpers --------------------------------------------------------------------------------
 # The steps that free pages (issue 30): 12 each text once, 13 a trace's source once, 14 a vote's
-# reply and an artifact's text kept once in their call.
-SPACE_STEPS = (12, 13, 14)
+# reply and an artifact's text kept once in their call, 15 a call's fence and template hash once.
+SPACE_STEPS = (12, 13, 14, 15)
 
 
 def _vacuum_after_space_freed(conn: sqlite3.Connection, from_version: int) -> None:
-    """Schema steps 12 to 14 store each text once (step 12 alone frees about two thirds of the
+    """Schema steps 12 to 15 store each text once (step 12 alone frees about two thirds of the
     calls' pages); the file only shrinks when the pages are given back, so a file migrated across
     any of them is vacuumed once (a copy of the file's size, as the backup just was). A failure
     (the disk full) keeps the free pages for new rows: nothing is lost."""
