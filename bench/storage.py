@@ -10,7 +10,8 @@ A study of 21 simulated RCP runs with 6 agents (3 advocates, 3 critics; each run
   issue 30's 2.9 KB did. Target <= 700.
 - ``the same, texts whole``: the same file with every request and raw response stored whole
   again (each call's parts replaced by its one inline text), VACUUMed: what the calls would cost
-  without ``texts``, for comparison (no target).
+  without ``texts``, for comparison (no target). Only step 12 is undone: the copies steps 14 and
+  15 keep once (a vote's reply, a fence token, a template's hash) stay kept once.
 - ``request and reply text saved``: call_texts.space, the share of the requests' and raw
   responses' bytes that storing each text once saves.
 The scale project's MB per 10,000 traces is bench/scale.py's figure (run_all puts it in "Scale").

@@ -76,9 +76,9 @@ def run_records(store: Store, run_id: str) -> Iterator[dict]:
                   "vote": b["vote"], "confidence": b["confidence"], "rationale": b["rationale"],
                   "evidence": b["evidence_json"], "status": b["status"], "simulated": bool(b["simulated"])}
         yield audited(record, "ballot", b["id"])
-    from workbench.core.project.trace_columns import trace_source  # (ARM's fields, only for traces)
-
     for t in _sql.rows(store, "traces", "run_id = ?", (run_id,), order_by="round_no, id"):
+        # ARM's fields import its package (pydantic, 0.25 s): only once a run has a trace to export
+        from workbench.core.project.trace_columns import trace_source
         record = {"kind": "trace", "round": t["round_no"], "role": t["role"], "attempt": t["attempt"],
                   "current": bool(t["is_current"]), "ok": bool(t["ok"]), "claim": t["claim"], "verdict": t["verdict"],
                   "confidence": t["confidence"], "reconciliation_status": t["reconciliation_status"],
