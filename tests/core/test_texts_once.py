@@ -31,26 +31,27 @@ STEP_11 = 11
 FORMATS = ("jsonl", "csv", "md", "html")
 
 
+def _undo_step(path: Path, step: int, undone: str) -> None:
+    """Undo schema step ``step`` of a file at that version or later (``undone``: its SQL)."""
+    if version(path) < step:
+        return
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(f"BEGIN; {undone} PRAGMA user_version = {step - 1}; COMMIT;")
+    conn.close()
+
+
 def as_step_14(path: Path) -> None:
     """A file of schema 15 made a file of step 14 again: every call's request and raw response
     inline and whole (step 14's conversion is tested from step 11, where they are whole too), its
     template's hash in its own column."""
-    if version(path) < 15:
-        return
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.executescript(f"BEGIN; {STEP_15_UNDONE} PRAGMA user_version = 14; COMMIT;")
-    conn.close()
+    _undo_step(path, 15, STEP_15_UNDONE)
 
 
 def as_step_13(path: Path) -> None:
     """A file of schema 14 made a file of step 13 again: every vote's and artifact's copy of its
     call's reply stored whole."""
     as_step_14(path)
-    if version(path) < 14:
-        return
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.executescript(f"BEGIN; {STEP_14_UNDONE} PRAGMA user_version = 13; COMMIT;")
-    conn.close()
+    _undo_step(path, 14, STEP_14_UNDONE)
 
 
 def as_step_12(path: Path) -> None:

@@ -153,29 +153,31 @@ def insert_call(conn: sqlite3.Connection, row: dict) -> int:
     return row["id"] if row.get("id") is not None else cursor.lastrowid
 
 
-def convert_all(conn: sqlite3.Connection, batch: int = 2000) -> None:
-    """Schema step 12's data part: every existing call's whole texts (left in the renamed columns)
-    turned into parts, inside the step's transaction (a crash leaves the file at step 11)."""
+def _parts_in_batches(conn: sqlite3.Connection, batch: int):
+    """Every call's (id, request_parts, response_raw_parts), ``batch`` rows at a time, in id order:
+    a migration's pass over the calls without holding them all."""
     last = 0
     while True:
         rows = conn.execute(f"SELECT id, request_parts, response_raw_parts FROM {TABLE} WHERE id > ? "
                             "ORDER BY id LIMIT ?", (last, batch)).fetchall()
         if not rows:
             return
+        yield rows
+        last = rows[-1][0]
+
+
+def convert_all(conn: sqlite3.Connection, batch: int = 2000) -> None:
+    """Schema step 12's data part: every existing call's whole texts (left in the renamed columns)
+    turned into parts, inside the step's transaction (a crash leaves the file at step 11)."""
+    for rows in _parts_in_batches(conn, batch):
         conn.executemany(f"UPDATE {TABLE} SET request_parts = ?, response_raw_parts = ? WHERE id = ?",
                          [(to_parts(conn, req), to_parts(conn, raw, MIN_RAW_TEXT), i) for i, req, raw in rows])
-        last = rows[-1][0]
 
 
 def fences_once(conn: sqlite3.Connection, batch: int = 2000) -> None:
     """Schema step 15's data part: each existing call's fence kept once (inside the step's
     transaction: a crash leaves the file at step 14). Only inline strings change; texts stay."""
-    last = 0
-    while True:
-        rows = conn.execute(f"SELECT id, request_parts, response_raw_parts FROM {TABLE} WHERE id > ? "
-                            "ORDER BY id LIMIT ?", (last, batch)).fetchall()
-        if not rows:
-            return
+    for rows in _parts_in_batches(conn, batch):
         changed = []
         for call_id, request, raw in rows:
             request = json.loads(request)
@@ -185,7 +187,6 @@ def fences_once(conn: sqlite3.Connection, batch: int = 2000) -> None:
                 changed.append((_dumps(with_fence(request, fence)), raw, fence, call_id))
         conn.executemany(f"UPDATE {TABLE} SET request_parts = ?, response_raw_parts = ?, fence = ? WHERE id = ?",
                          changed)
-        last = rows[-1][0]
 
 
 def space(conn: sqlite3.Connection) -> dict:
