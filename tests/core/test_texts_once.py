@@ -360,6 +360,34 @@ def test_a_fault_mid_conversion_leaves_the_file_at_step_11(step_11_file, monkeyp
     assert calls(step_11_file) == rows
 
 
+def test_a_fault_mid_step_15_leaves_the_file_at_step_14(tmp_path, monkeypatch):
+    """Step 15's Python part (each call's fence once) fails half way: the step's transaction rolls
+    back with its SQL (the template hashes moved, the view re-created), the file stays at 14."""
+    path = tmp_path / "old.rwb"
+    shutil.copyfile(REPO / "sample_runs" / "rcp-tiers.rwb", path)
+    as_step_14(path)
+    open_at(path, monkeypatch, 14).close_connection()
+    rows = calls(path)
+    real, done = call_texts.with_fence, []
+
+    def failing(parts, fence):
+        done.append(1)
+        if len(done) > len(rows) // 2:
+            raise sqlite3.OperationalError("disk I/O error (injected)")
+        return real(parts, fence)
+
+    monkeypatch.setattr(call_texts, "with_fence", failing)
+    with pytest.raises(ProjectError, match="could not be upgraded from schema v14"):
+        Store.open(path)
+    assert version(path) == 14 and calls(path) == rows
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'template_hashes'").fetchone()[0] == 0
+    conn.close()
+    monkeypatch.setattr(call_texts, "with_fence", real)
+    Store.open(path).close_connection()
+    assert version(path) == 15 and calls(path) == rows and len(done) > len(rows) // 2
+
+
 def test_a_kill_mid_conversion_leaves_the_file_at_step_11(step_11_file, tmp_path):
     rows = calls(step_11_file)
     marker = tmp_path / "halfway"
