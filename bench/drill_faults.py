@@ -58,6 +58,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from _figures import Figure, emit
 from tests.support.fake_llm_server import FakeLLMServer, Reply
+from tests.support.project_files import integrity
 
 GROUP = "Fault drills"
 MODEL = "openai/fake-model"
@@ -179,14 +180,6 @@ def run_status(project: Path, run_id: str) -> str:
     conn = sqlite3.connect(project)
     try:
         return conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
-    finally:
-        conn.close()
-
-
-def integrity(project: Path) -> str:
-    conn = sqlite3.connect(project)
-    try:
-        return conn.execute("PRAGMA integrity_check").fetchone()[0]
     finally:
         conn.close()
 

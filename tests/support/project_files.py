@@ -7,19 +7,20 @@ import sqlite3
 from pathlib import Path
 
 
-def integrity(project: Path) -> str:
-    """``PRAGMA integrity_check``'s first line: ``ok`` for a sound file."""
+def _pragma(project: Path, name: str):
+    """The first value ``PRAGMA name`` gives, on a connection of its own (closed after)."""
     conn = sqlite3.connect(project)
     try:
-        return conn.execute("PRAGMA integrity_check").fetchone()[0]
+        return conn.execute(f"PRAGMA {name}").fetchone()[0]
     finally:
         conn.close()
+
+
+def integrity(project: Path) -> str:
+    """``PRAGMA integrity_check``'s first line: ``ok`` for a sound file."""
+    return _pragma(project, "integrity_check")
 
 
 def user_version(project: Path) -> int:
     """The file's schema version (``PRAGMA user_version``)."""
-    conn = sqlite3.connect(project)
-    try:
-        return conn.execute("PRAGMA user_version").fetchone()[0]
-    finally:
-        conn.close()
+    return _pragma(project, "user_version")
